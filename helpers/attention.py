@@ -1,0 +1,87 @@
+"""Multi-head attention (paper §3.2): softmax(Q Kᵀ / √d_k) V in h heads of d_k = d_model / h.
+
+Masks follow PyTorch's convention: a boolean mask is True where a position is *hidden*.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def split_heads(x, h):
+    """(batch, n, d_model) -> (batch, h, n, d_k): each head gets its own d_k columns."""
+    b, n, d_model = x.shape
+    return x.view(b, n, h, d_model // h).transpose(1, 2)
+
+
+def merge_heads(x):
+    """(batch, h, n, d_k) -> (batch, n, h·d_k): concatenate the heads again."""
+    b, h, n, d_k = x.shape
+    return x.transpose(1, 2).reshape(b, n, h * d_k)
+
+
+def attention(q, k, v, mask=None):
+    """softmax(q kᵀ / √d_k + mask) v and the weights; mask is additive (0 or -inf)."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores + mask
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def causal_mask(n):
+    """(n, n) boolean mask, True above the diagonal: position i may not read j > i."""
+    return torch.ones(n, n, dtype=torch.bool).triu(1)
+
+
+def padding_mask(ids, pad):
+    """(batch, n) boolean mask, True where the token is padding."""
+    return ids == pad
+
+
+def additive_mask(causal=None, padding=None):
+    """Combine a (nq, nk) causal and a (batch, nk) padding mask into one additive float mask
+    of shape broadcastable to (batch, h, nq, nk): 0 where visible, -inf where hidden."""
+    hidden = None
+    if causal is not None:
+        hidden = causal
+    if padding is not None:
+        pad = padding[:, None, None, :]
+        hidden = pad if hidden is None else hidden | pad
+    if hidden is None:
+        return None
+    return torch.zeros(hidden.shape).masked_fill(hidden, float("-inf"))
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with the parameter names of ``nn.MultiheadAttention``:
+    ``in_proj_weight`` stacks W_Q, W_K, W_V (3·d_model × d_model); ``out_proj`` is W_O."""
+
+    def __init__(self, d_model, h):
+        super().__init__()
+        self.d_model, self.h = d_model, h
+        self.in_proj_weight = nn.Parameter(torch.empty(3 * d_model, d_model))
+        self.in_proj_bias = nn.Parameter(torch.zeros(3 * d_model))
+        self.out_proj = nn.Linear(d_model, d_model)
+        nn.init.xavier_uniform_(self.in_proj_weight)
+        nn.init.zeros_(self.out_proj.bias)
+        self.keep_weights = False   # set True to keep the last attention weights in .weights
+        self.weights = None
+
+    def forward(self, x, memory=None, mask=None):
+        """Self-attention on x, or cross-attention (queries from x, keys and values from
+        memory). mask: additive, broadcastable to (batch, h, n_queries, n_keys)."""
+        d, w, b = self.d_model, self.in_proj_weight, self.in_proj_bias
+        if memory is None:
+            q, k, v = F.linear(x, w, b).chunk(3, dim=-1)
+        else:
+            q = F.linear(x, w[:d], b[:d])
+            k, v = F.linear(memory, w[d:], b[d:]).chunk(2, dim=-1)
+        q, k, v = (split_heads(t, self.h) for t in (q, k, v))
+        if self.keep_weights:
+            heads, self.weights = attention(q, k, v, mask)
+        else:
+            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return self.out_proj(merge_heads(heads))

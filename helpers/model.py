@@ -1,0 +1,80 @@
+"""The 2017 encoder–decoder (paper §3): shared embedding × √d_model, sinusoidal positions,
+post-norm layers, dropout, and an output layer tied to the embedding.
+
+Padding sits at the end of each sequence; token ``pad`` (0 by default) is padding.
+"""
+
+import math
+
+import torch
+from torch import nn
+
+from helpers.attention import MultiHeadAttention, additive_mask, causal_mask, padding_mask
+from helpers.layers import DecoderLayer, EncoderLayer
+from helpers.positions import sinusoidal_positions
+
+
+class Transformer(nn.Module):
+    """Transformer(vocab, d, h, d_ff, n_layers, p): n_layers encoder and n_layers decoder layers.
+
+    ``encode(src)`` gives the memory, ``decode(tgt, memory, src)`` the logits (batch, n, vocab).
+    """
+
+    def __init__(self, vocab, d, h, d_ff, n_layers, p=0.1, pad=0, max_len=256, norm_first=False):
+        super().__init__()
+        self.d, self.pad = d, pad
+        self.embedding = nn.Embedding(vocab, d)            # E: one table for source, target, output
+        nn.init.normal_(self.embedding.weight, std=d ** -0.5)
+        self.register_buffer("pe", sinusoidal_positions(max_len, d), persistent=False)
+        self.encoder_layers = nn.ModuleList(
+            EncoderLayer(d, h, d_ff, p, norm_first) for _ in range(n_layers))
+        self.decoder_layers = nn.ModuleList(
+            DecoderLayer(d, h, d_ff, p, norm_first) for _ in range(n_layers))
+        self.dropout = nn.Dropout(p)
+        for name, param in self.named_parameters():
+            if param.dim() > 1 and not name.startswith("embedding"):
+                nn.init.xavier_uniform_(param)
+
+    def embed(self, ids):
+        """√d_model · E[token] + PE(pos), then dropout."""
+        x = self.embedding(ids) * math.sqrt(self.d) + self.pe[: ids.shape[1]]
+        return self.dropout(x)
+
+    def encode(self, src):
+        """(batch, n_src) token ids -> memory (batch, n_src, d)."""
+        mask = additive_mask(padding=padding_mask(src, self.pad))
+        x = self.embed(src)
+        for layer in self.encoder_layers:
+            x = layer(x, mask)
+        return x
+
+    def decode(self, tgt, memory, src):
+        """(batch, n_tgt) decoder input -> logits (batch, n_tgt, vocab) = y Eᵀ."""
+        self_mask = additive_mask(causal=causal_mask(tgt.shape[1]))
+        memory_mask = additive_mask(padding=padding_mask(src, self.pad))
+        y = self.embed(tgt)
+        for layer in self.decoder_layers:
+            y = layer(y, memory, self_mask, memory_mask)
+        return y @ self.embedding.weight.T                  # tied output layer
+
+    def forward(self, src, tgt):
+        return self.decode(tgt, self.encode(src), src)
+
+
+def keep_attention_weights(model, on=True):
+    """Make every attention module keep its last weights in ``.weights`` (or stop)."""
+    for module in model.modules():
+        if isinstance(module, MultiHeadAttention):
+            module.keep_weights = on
+            module.weights = None
+
+
+def pytorch_state_dict(model):
+    """Our layers' weights under ``nn.Transformer``'s names (the embedding is not in it)."""
+    renamed = {}
+    for key, value in model.state_dict().items():
+        if key.startswith(("encoder_layers.", "decoder_layers.")):
+            key = key.replace("encoder_layers.", "encoder.layers.")
+            key = key.replace("decoder_layers.", "decoder.layers.")
+            renamed[key.replace("cross_attn.", "multihead_attn.")] = value
+    return renamed

@@ -1,0 +1,206 @@
+"""Build the exercise notebooks (and the README table) from the solution notebooks.
+
+The solution notebook in ``solutions/`` is the one source. In it:
+
+- the first code cell carries the tag ``bootstrap``; its text is generated here
+  from ``helpers/course.py`` (never edit it by hand);
+- a code cell tagged ``solution`` holds the answer; its ``metadata["exercise"]``
+  holds the text the exercise copy shows instead (a placeholder such as ``x = None``);
+- a cell tagged ``solution-only`` is left out of the exercise copy.
+
+Exercise copies keep no outputs. Each records a fingerprint of what was generated,
+so that a copy a learner edited (or ran and saved) is never overwritten silently.
+
+    python -m helpers.notebooks                # regenerate exercises and README table
+    python -m helpers.notebooks --execute 02   # run solutions/02_*.ipynb in place first
+    python -m helpers.notebooks --force        # overwrite edited exercise copies too
+"""
+
+import argparse
+import copy
+import hashlib
+import json
+import pathlib
+import sys
+
+import nbformat
+
+from helpers import course
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "solutions"
+EXERCISES = ROOT / "notebooks"
+README = ROOT / "README.md"
+
+BOOTSTRAP = '''\
+# Setup: make the course's `helpers` package importable. Run this cell first.
+# From a clone of the course it finds the checkout; in Colab or Kaggle it clones the course once.
+import os, pathlib, subprocess, sys
+REPO_URL = os.environ.get("COURSE_REPO_URL", "{url}")
+REPO_REF = os.environ.get("COURSE_REPO_REF", "{ref}")
+here = pathlib.Path.cwd()
+root = next((p for p in (here, *here.parents) if (p / "helpers" / "__init__.py").is_file()),
+            here / "{clone_dir}")
+if not (root / "helpers").is_dir():
+    clone = ["git", "clone", "--quiet", "--depth", "1", "--branch", REPO_REF, REPO_URL, str(root)]
+    if subprocess.run(clone, capture_output=True).returncode != 0:
+        print("Could not download the course helpers: on Kaggle, switch Internet on in the "
+              "notebook's Settings panel, then run this cell again.")
+if str(root) not in sys.path:
+    sys.path.insert(0, str(root))'''
+
+
+def bootstrap_source():
+    """The text of every notebook's bootstrap cell."""
+    return BOOTSTRAP.format(url=course.REPO_URL + ".git", ref=course.REPO_REF,
+                            clone_dir=course.CLONE_DIR)
+
+
+def tags(cell):
+    return cell.get("metadata", {}).get("tags", [])
+
+
+def with_bootstrap(nb):
+    """A copy of nb whose bootstrap cell holds the current bootstrap text."""
+    nb = copy.deepcopy(nb)
+    cells = [c for c in nb.cells if "bootstrap" in tags(c)]
+    if len(cells) != 1:
+        raise ValueError("a notebook needs exactly one code cell tagged 'bootstrap'")
+    cells[0].source = bootstrap_source()
+    return nb
+
+
+def fingerprint(nb):
+    """A hash of what a learner could change: every cell's type, text and outputs."""
+    parts = [(c.cell_type, c.source, c.get("outputs", [])) for c in nb.cells]
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def exercise_from_solution(solution, stem):
+    """The exercise notebook generated from a solution notebook."""
+    nb = with_bootstrap(solution)
+    cells = []
+    for cell in nb.cells:
+        if "solution-only" in tags(cell):
+            continue
+        cell = copy.deepcopy(cell)
+        if cell.cell_type == "code":
+            if "solution" in tags(cell):
+                if "exercise" not in cell.metadata:
+                    raise ValueError(f"{stem}: a 'solution' cell has no metadata['exercise']")
+                cell.source = cell.metadata["exercise"]
+            cell.outputs = []
+            cell.execution_count = None
+        cell.metadata.pop("exercise", None)
+        cell.metadata.pop("execution", None)
+        cells.append(cell)
+    nb.cells = cells
+    nb.metadata["course"] = {"generated_from": f"solutions/{stem}.ipynb",
+                             "fingerprint": fingerprint(nb)}
+    return nb
+
+
+def as_text(nb):
+    return nbformat.writes(nb) + "\n"
+
+
+def learner_edited(path):
+    """True when an existing exercise file differs from what was generated into it."""
+    nb = nbformat.read(path, as_version=4)
+    return nb.metadata.get("course", {}).get("fingerprint") != fingerprint(nb)
+
+
+def readme_table():
+    """The README's table of notebooks, with badges derived from helpers/course.py."""
+    colab = "https://colab.research.google.com/assets/colab-badge.svg"
+    kaggle = "https://kaggle.com/static/images/open-in-kaggle.svg"
+    rows = ["| # | Notebook | What you do | Time | Exercise | Solution |",
+            "|---|---|---|---|---|---|"]
+    for stem, title, line, minutes in course.NOTEBOOKS:
+        links = []
+        for folder in ("notebooks", "solutions"):
+            links.append(f"[![Open in Colab]({colab})]({course.colab_url(folder, stem)}) "
+                         f"[![Open in Kaggle]({kaggle})]({course.kaggle_url(folder, stem)})")
+        number = stem[:2]
+        rows.append(f"| {number} | [{title}](notebooks/{stem}.ipynb) | {line} | {minutes} min "
+                    f"| {links[0]} | {links[1]} [read](solutions/{stem}.ipynb) |")
+    return "\n".join(rows)
+
+
+START, END = "<!-- notebooks:start -->", "<!-- notebooks:end -->"
+
+
+def readme_with_table(text):
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{START}\n{readme_table()}\n{END}{tail}"
+
+
+def execute(path):
+    """Run a notebook top to bottom in place, in its own folder, keeping its outputs."""
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, timeout=1200, kernel_name="python3", record_timing=False,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+    nbformat.write(nb, path)
+
+
+def build(force=False, out=sys.stdout):
+    """Regenerate bootstrap cells, exercise copies and the README table. Returns 0 or 1."""
+    status = 0
+    for path in sorted(SOLUTIONS.glob("*.ipynb")):
+        solution = nbformat.read(path, as_version=4)
+        fixed = with_bootstrap(solution)
+        if as_text(fixed) != path.read_text():
+            path.write_text(as_text(fixed))
+            print(f"updated the bootstrap cell of {path.relative_to(ROOT)}", file=out)
+        target = EXERCISES / path.name
+        text = as_text(exercise_from_solution(fixed, path.stem))
+        if target.exists() and target.read_text() == text:
+            continue
+        if target.exists() and learner_edited(target) and not force:
+            print(f"refused: {target.relative_to(ROOT)} was edited since it was generated "
+                  "(rerun with --force to overwrite it)", file=out)
+            status = 1
+            continue
+        target.write_text(text)
+        print(f"wrote {target.relative_to(ROOT)}", file=out)
+    if README.exists():
+        text = README.read_text()
+        if START in text and readme_with_table(text) != text:
+            README.write_text(readme_with_table(text))
+            print("updated the notebook table in README.md", file=out)
+    return status
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--execute", nargs="*", default=[], metavar="PREFIX",
+                        help="first run these solution notebooks in place (e.g. 01 02, or all)")
+    parser.add_argument("--force", action="store_true",
+                        help="overwrite exercise copies even if they were edited")
+    args = parser.parse_args(argv)
+    for prefix in args.execute:
+        paths = sorted(SOLUTIONS.glob("*.ipynb" if prefix == "all" else f"{prefix}*.ipynb"))
+        if not paths:
+            parser.error(f"no solution notebook starts with {prefix!r}")
+        for path in paths:
+            print(f"executing {path.relative_to(ROOT)}")
+            execute(with_bootstrap_file(path))
+    return build(force=args.force)
+
+
+def with_bootstrap_file(path):
+    """Make sure the bootstrap cell on disk is current before executing, return path."""
+    nb = nbformat.read(path, as_version=4)
+    text = as_text(with_bootstrap(nb))
+    if text != path.read_text():
+        path.write_text(text)
+    return path
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""The bootstrap cell, as Colab and Kaggle run it: a notebook alone in an empty folder.
+
+No network: COURSE_REPO_URL points the clone at a local repository made from this
+working tree.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import nbformat
+import papermill
+import pytest
+
+from helpers import notebooks
+
+GIT = ["git", "-c", "user.name=test", "-c", "user.email=test@example.invalid",
+       "-c", "init.defaultBranch=main", "-c", "advice.detachedHead=false"]
+
+
+@pytest.fixture(scope="module")
+def local_remote(tmp_path_factory):
+    """A git repository holding this working tree's helpers/, on the branch REPO_REF."""
+    repo = tmp_path_factory.mktemp("remote")
+    shutil.copytree(notebooks.ROOT / "helpers", repo / "helpers",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([*GIT, "init", "-q", str(repo)], check=True)
+    subprocess.run([*GIT, "-C", str(repo), "add", "."], check=True)
+    subprocess.run([*GIT, "-C", str(repo), "commit", "-qm", "course"], check=True)
+    from helpers import course
+    subprocess.run([*GIT, "-C", str(repo), "branch", "-f", course.REPO_REF], check=True)
+    return repo.as_uri()
+
+
+def run_bootstrap(cwd, url):
+    code = notebooks.bootstrap_source() + "\nimport helpers.positions; print('imported', helpers.__file__)"
+    env = {**os.environ, "COURSE_REPO_URL": url, "GIT_TERMINAL_PROMPT": "0"}
+    env.pop("PYTHONPATH", None)
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env,
+                          capture_output=True, text=True)
+
+
+def test_bootstrap_clones_once_and_is_idempotent(tmp_path, local_remote):
+    from helpers import course
+    first = run_bootstrap(tmp_path, local_remote)
+    second = run_bootstrap(tmp_path, local_remote)
+    for run in (first, second):
+        assert run.returncode == 0, run.stderr
+        assert run.stderr == ""
+        assert run.stdout == f"imported {tmp_path / course.CLONE_DIR / 'helpers' / '__init__.py'}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [course.CLONE_DIR]
+    assert not (tmp_path / course.CLONE_DIR / course.CLONE_DIR).exists()
+
+
+def test_bootstrap_offline_says_what_to_switch_on(tmp_path):
+    code = notebooks.bootstrap_source()
+    env = {**os.environ, "COURSE_REPO_URL": (tmp_path / "nowhere").as_uri(), "GIT_TERMINAL_PROMPT": "0"}
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                         capture_output=True, text=True)
+    assert run.returncode == 0 and run.stderr == ""
+    assert run.stdout.count("\n") == 1 and "switch Internet on" in run.stdout
+
+
+def test_bootstrap_finds_the_checkout_without_cloning():
+    run = run_bootstrap(notebooks.EXERCISES, "file:///nonexistent")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == f"imported {notebooks.ROOT / 'helpers' / '__init__.py'}\n"
+
+
+@pytest.mark.parametrize("folder", ["notebooks", "solutions"])
+def test_first_notebook_runs_alone_in_an_empty_folder(folder, tmp_path, local_remote, monkeypatch):
+    source = notebooks.ROOT / folder / "01_positions.ipynb"
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(source, alone)
+    monkeypatch.setenv("COURSE_REPO_URL", local_remote)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    out = tmp_path / "out.ipynb"
+    papermill.execute_notebook(str(alone / source.name), str(out), cwd=str(alone),
+                               kernel_name="python3", progress_bar=False)
+    nb = nbformat.read(out, as_version=4)
+    from helpers import course
+    assert (alone / course.CLONE_DIR / "helpers" / "__init__.py").is_file()
+    assert all(o.output_type != "error" for c in nb.cells if c.cell_type == "code" for o in c.outputs)

@@ -1,0 +1,65 @@
+"""The layers and the model in helpers/ equal PyTorch's modules with the same weights."""
+
+import torch
+from torch import nn
+
+from helpers.attention import MultiHeadAttention, additive_mask, causal_mask
+from helpers.layers import DecoderLayer, EncoderLayer
+from helpers.model import Transformer, pytorch_state_dict
+
+
+def moved(module):
+    """Move every parameter off its initial value (γ ≠ 1, β ≠ 0, biases ≠ 0)."""
+    with torch.no_grad():
+        for p in module.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    return module
+
+
+def test_attention_equals_pytorch_with_a_causal_mask():
+    torch.manual_seed(0)
+    ours = moved(MultiHeadAttention(64, 4)).eval()
+    ref = nn.MultiheadAttention(64, 4, batch_first=True).eval()
+    ref.load_state_dict(ours.state_dict())
+    x = torch.randn(2, 6, 64)
+    mask = causal_mask(6)
+    expected, _ = ref(x, x, x, attn_mask=mask, need_weights=False)
+    assert torch.allclose(ours(x, mask=additive_mask(causal=mask)), expected, atol=1e-5)
+
+
+def test_encoder_layer_equals_pytorch_post_and_pre_norm():
+    torch.manual_seed(0)
+    for norm_first in (False, True):
+        ours = moved(EncoderLayer(64, 4, 256, 0.1, norm_first)).eval()
+        ref = nn.TransformerEncoderLayer(64, 4, 256, 0.1, batch_first=True, norm_first=norm_first).eval()
+        ref.load_state_dict(ours.state_dict())
+        x = torch.randn(2, 5, 64)
+        assert torch.allclose(ours(x), ref(x), atol=1e-5)
+
+
+def test_decoder_layer_equals_pytorch():
+    torch.manual_seed(0)
+    ours = moved(DecoderLayer(64, 4, 256)).eval()
+    ref = nn.TransformerDecoderLayer(64, 4, 256, batch_first=True).eval()
+    ref.load_state_dict({k.replace("cross_attn.", "multihead_attn."): v for k, v in ours.state_dict().items()})
+    y, memory = torch.randn(2, 6, 64), torch.randn(2, 5, 64)
+    mask = causal_mask(6)
+    assert torch.allclose(ours(y, memory, additive_mask(causal=mask)),
+                          ref(y, memory, tgt_mask=mask), atol=1e-5)
+
+
+def test_tiny_model_size_and_equivalence_with_nn_transformer_on_a_padded_batch():
+    torch.manual_seed(0)
+    ours = moved(Transformer(13, 64, 4, 256, 2)).eval()
+    assert sum(p.numel() for p in ours.parameters()) == 234_304
+    ref = nn.Transformer(64, 4, 2, 2, 256, batch_first=True).eval()
+    ref.encoder.norm = ref.decoder.norm = None          # the paper has no final norm
+    ref.encoder.use_nested_tensor = False               # no fast path that zeroes padding
+    ref.load_state_dict(pytorch_state_dict(ours))
+    src = torch.tensor([[5, 3, 4, 7, 6, 2], [5, 3, 4, 2, 0, 0]])
+    tgt = torch.tensor([[1, 6, 7, 4, 3, 5, 2], [1, 4, 3, 5, 2, 0, 0]])
+    with torch.no_grad():
+        memory = ref.encoder(ours.embed(src), src_key_padding_mask=src == 0)
+        y = ref.decoder(ours.embed(tgt), memory, tgt_mask=causal_mask(7),
+                        memory_key_padding_mask=src == 0)
+        assert torch.allclose(ours(src, tgt), y @ ours.embedding.weight.T, atol=1e-4)
