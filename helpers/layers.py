@@ -6,7 +6,7 @@ Parameter names match ``nn.TransformerEncoderLayer`` / ``nn.TransformerDecoderLa
 called ``cross_attn`` where PyTorch says ``multihead_attn``.
 """
 
-import torch
+import torch.nn.functional as F
 from torch import nn
 
 from helpers.attention import MultiHeadAttention
@@ -15,7 +15,7 @@ from helpers.attention import MultiHeadAttention
 class EncoderLayer(nn.Module):
     """Self-attention, then the feed-forward layer, each wrapped in add & norm."""
 
-    def __init__(self, d_model, h, d_ff, p=0.1, norm_first=False):
+    def __init__(self, d_model, h, d_ff, p=0.1, norm_first=False, activation="relu"):
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, h)
         self.linear1 = nn.Linear(d_model, d_ff)
@@ -24,10 +24,11 @@ class EncoderLayer(nn.Module):
         self.norm2 = nn.LayerNorm(d_model)
         self.dropout = nn.Dropout(p)
         self.norm_first = norm_first
+        self.activation = {"relu": F.relu, "gelu": F.gelu}[activation]
 
     def ffn(self, x):
-        """FFN(x) = max(0, x W1 + b1) W2 + b2, applied to every position on its own."""
-        return self.linear2(torch.relu(self.linear1(x)))
+        """FFN(x) = max(0, x W1 + b1) W2 + b2 (ReLU; GELU in GPT-2), per position."""
+        return self.linear2(self.activation(self.linear1(x)))
 
     def forward(self, x, mask=None):
         if self.norm_first:   # pre-norm: x + Sublayer(Norm(x))
@@ -54,7 +55,7 @@ class DecoderLayer(nn.Module):
 
     def ffn(self, x):
         """FFN(x) = max(0, x W1 + b1) W2 + b2, applied to every position on its own."""
-        return self.linear2(torch.relu(self.linear1(x)))
+        return self.linear2(F.relu(self.linear1(x)))
 
     def forward(self, y, memory, self_mask=None, memory_mask=None):
         drop = self.dropout
