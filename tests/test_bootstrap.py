@@ -29,7 +29,7 @@ def local_remote(tmp_path_factory):
     subprocess.run([*GIT, "-C", str(repo), "add", "."], check=True)
     subprocess.run([*GIT, "-C", str(repo), "commit", "-qm", "course"], check=True)
     from helpers import course
-    subprocess.run([*GIT, "-C", str(repo), "branch", "-f", course.REPO_REF], check=True)
+    subprocess.run([*GIT, "-C", str(repo), "checkout", "-q", "-B", course.REPO_REF], check=True)
     return repo.as_uri()
 
 

@@ -41,7 +41,8 @@ def test_decoder_layer_equals_pytorch():
     torch.manual_seed(0)
     ours = moved(DecoderLayer(64, 4, 256)).eval()
     ref = nn.TransformerDecoderLayer(64, 4, 256, batch_first=True).eval()
-    ref.load_state_dict({k.replace("cross_attn.", "multihead_attn."): v for k, v in ours.state_dict().items()})
+    state = ours.state_dict()
+    ref.load_state_dict({k.replace("cross_attn.", "multihead_attn."): v for k, v in state.items()})
     y, memory = torch.randn(2, 6, 64), torch.randn(2, 5, 64)
     mask = causal_mask(6)
     assert torch.allclose(ours(y, memory, additive_mask(causal=mask)),

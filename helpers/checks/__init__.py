@@ -33,9 +33,7 @@ def checker(fn):
             hint = str(h)
         except Exception as e:  # a checker must never raise, whatever it is given
             hint = f"Could not check this answer ({type(e).__name__}: {e})."
-        message = PASSED if hint is None else " ".join(str(hint).split())
-        print(message)
-        return message == PASSED
+        print(PASSED if hint is None else " ".join(str(hint).split()))
 
     return run
 
