@@ -63,14 +63,20 @@ MEMORY_HINTS = {
 }
 
 
+def _sentence(text):
+    """text with a capital first letter (an ASCII one only: γ must stay γ)."""
+    return text[:1].upper() + text[1:] if text[:1].isascii() else text
+
+
 def _check_shape(answer, name, expected, hints):
     got = shape(answer, name)
     if got == expected:
         return
+    name = _sentence(name)
     if got in hints:
         raise Hint(f"{name}: {hints[got]}.")
-    raise Hint(f"{name} should have {len(expected)} axes {expected}, got {got}: "
-               "write out (batch, ...) step by step with n = 7, h = 4, d_k = 16.")
+    raise Hint(f"{name} should be {len(expected)}-dimensional {expected}, not {got}: write out "
+               "the axes step by step with n = 7, h = 4, d_k = 16, d_ff = 256.")
 
 
 @checker
@@ -129,7 +135,7 @@ def _run(fn, name, x, L):
     try:
         with torch.no_grad():
             out = fn(x.clone(), L)
-    except Exception as e:  # noqa: BLE001 -- the learner's code may fail in any way: say how
+    except Exception as e:  # the learner's code may fail in any way: say how, in one line
         message = " ".join(str(e).split())[:160]
         if "shapes cannot be multiplied" in message or "size of tensor" in message:
             raise Hint(f"{name} failed with a shape error ({message}): PyTorch stores a "
@@ -153,7 +159,7 @@ def _match(out, candidates, tol=1e-4):
     for candidate, hint in candidates:
         with torch.no_grad():
             if close(out, candidate(), tol):
-                return hint
+                return _sentence(hint)
     return None
 
 
