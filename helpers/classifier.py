@@ -1,0 +1,102 @@
+"""A small encoder-only classifier that routes support tickets to a team, and a bag-of-words
+baseline that cannot see word order.
+
+TinyTransformer: token embedding + a learned position table (120 × 64), pre-norm encoder
+blocks (padding hidden by a key mask), a final LayerNorm, the mean over the real tokens
+(padding excluded) and a linear layer to the five teams.
+"""
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm import tqdm
+
+from helpers.attention import additive_mask, padding_mask
+from helpers.layers import EncoderLayer
+from helpers.tickets import MAX_TOKENS, PAD, TEAMS
+
+
+def mean_of_real_tokens(h, ids):
+    """(batch, n, d) -> (batch, d): the average over the positions that are not padding."""
+    keep = (ids != PAD).unsqueeze(-1).float()
+    return (h * keep).sum(1) / keep.sum(1)
+
+
+class TinyTransformer(nn.Module):
+    """ids (batch, n) -> team scores (batch, 5)."""
+
+    def __init__(self, vocab_size, d_model=64, h=4, d_ff=128, n_layers=2, max_len=MAX_TOKENS, p=0.1):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, d_model)          # one vector per token
+        self.position = nn.Embedding(max_len, d_model)          # one learned vector per position
+        self.blocks = nn.ModuleList(
+            EncoderLayer(d_model, h, d_ff, p, norm_first=True) for _ in range(n_layers))
+        self.norm = nn.LayerNorm(d_model)                       # pre-norm blocks need a final norm
+        self.out = nn.Linear(d_model, len(TEAMS))
+
+    def forward(self, ids, key_mask="padding"):
+        """key_mask: (batch, n) boolean, True where a token is hidden from every query;
+        "padding" (the default) hides ids == PAD, None hides nothing."""
+        if isinstance(key_mask, str):
+            key_mask = padding_mask(ids, PAD)
+        mask = None if key_mask is None else additive_mask(padding=key_mask)
+        h = self.embed(ids) + self.position(torch.arange(ids.shape[1]))
+        for block in self.blocks:
+            h = block(h, mask)
+        return self.out(mean_of_real_tokens(self.norm(h), ids))
+
+
+class BagOfWords(nn.Module):
+    """Order-blind baseline: the mean of the word vectors of a ticket, then a small MLP."""
+
+    def __init__(self, vocab_size, d=64):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, d)
+        self.hidden = nn.Linear(d, d)
+        self.out = nn.Linear(d, len(TEAMS))
+
+    def forward(self, ids):
+        return self.out(F.relu(self.hidden(mean_of_real_tokens(self.embed(ids), ids))))
+
+
+def trim(ids):
+    """Drop the columns that are padding in every row (padding sits at the end)."""
+    return ids[:, : int((ids != PAD).sum(1).max())]
+
+
+@torch.no_grad()
+def predict(model, ids, batch_size=256):
+    """Team scores for every row of ids, in evaluation mode (no dropout)."""
+    model.eval()
+    return torch.cat([model(trim(ids[i:i + batch_size])) for i in range(0, len(ids), batch_size)])
+
+
+def accuracy(model, ids, y):
+    """Fraction of tickets whose highest score is the right team."""
+    return (predict(model, ids).argmax(1) == y).float().mean().item()
+
+
+def train(model, ids, y, valid=None, epochs=8, batch_size=16, lr=2e-3, seed=0, desc="training"):
+    """Adam on the cross-entropy, with a progress bar. Returns one dict per epoch
+    (mean training loss, and validation accuracy when valid = (ids, y) is given)."""
+    order_rng = torch.Generator().manual_seed(seed)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    steps = (len(ids) + batch_size - 1) // batch_size
+    history = []
+    with tqdm(total=epochs * steps, desc=desc) as bar:
+        for epoch in range(1, epochs + 1):
+            model.train()
+            total = 0.0
+            for batch in torch.randperm(len(ids), generator=order_rng).split(batch_size):
+                loss = F.cross_entropy(model(trim(ids[batch])), y[batch])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                total += loss.item()
+                bar.update(1)
+            row = {"epoch": epoch, "loss": total / steps}
+            if valid is not None:
+                row["valid_accuracy"] = accuracy(model, *valid)
+            history.append(row)
+            bar.set_postfix({k: round(v, 3) for k, v in row.items() if k != "epoch"})
+    return history
