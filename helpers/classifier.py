@@ -83,7 +83,7 @@ def train(model, ids, y, valid=None, epochs=8, batch_size=16, lr=2e-3, seed=0, d
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     steps = (len(ids) + batch_size - 1) // batch_size
     history = []
-    with tqdm(total=epochs * steps, desc=desc) as bar:
+    with tqdm(total=epochs * steps, desc=desc, mininterval=1.0) as bar:
         for epoch in range(1, epochs + 1):
             model.train()
             total = 0.0

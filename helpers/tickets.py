@@ -24,16 +24,17 @@ STYLES = ("short", "long", "polite", "angry", "typos")
 PAD, UNK = 0, 1          # ids of "<pad>" and "<unk>"
 MAX_TOKENS = 120         # longer tickets are cut: the position table has 120 rows
 
-PRODUCTS = ("trampoline", "kettle", "desk lamp", "garden chair", "blender", "rug", "backpack",
-            "headphones", "coffee grinder", "bike helmet", "tent", "toaster", "office chair",
-            "lawn mower", "baby monitor", "air fryer", "bookshelf", "duvet", "hair dryer",
-            "water bottle", "electric toothbrush", "paddling pool", "standing fan", "jigsaw")
+ELECTRIC = ("kettle", "desk lamp", "blender", "radio", "coffee grinder", "toaster", "lawn mower",
+            "baby monitor", "air fryer", "hair dryer", "electric toothbrush", "standing fan")
+PRODUCTS = ELECTRIC + ("trampoline", "garden chair", "rug", "backpack", "bike helmet", "tent",
+                       "office chair", "bookshelf", "duvet", "water bottle", "paddling pool", "jigsaw")
 NAMES = ("Anna", "Tom", "Priya", "Lukas", "Maria", "James", "Fatima", "Ben", "Chloe", "Omar",
          "Sofia", "Dan", "Hannah", "Ravi", "Ella", "Marek", "Grace", "Yusuf", "Nina", "Owen")
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
 RELATIVES = ("son", "daughter", "mum", "dad", "wife", "husband", "sister", "friend")
 
-# What each team hears about, one sentence each. {product}, {order}, {days}... are filled in.
+# What each team hears about, one sentence each. {product}, {order}, {days}... are filled in;
+# {appliance} is the ticket's product too, but only an ELECTRIC one fits there.
 ISSUES = {
     "delivery": (
         "My {product} has not arrived yet.",
@@ -59,7 +60,7 @@ ISSUES = {
         "Wrong item in the box: I got a {other} instead of a {product}.",
         "I changed my mind about the {product}, can I send it back?",
         "The {product} came broken in a crushed box, I want to send it back.",
-        "Can I exchange the {product} for a bigger size?",
+        "Can I exchange the {product} for a different colour?",
         "The return label in the parcel has the wrong address on it.",
         "I dropped the return at the post office on {weekday}, what happens now?",
         "The {product} does not look like the photo, I want to return it.",
@@ -82,18 +83,18 @@ ISSUES = {
         "The checkout took my money twice and shows one order.",
     ),
     "warranty": (
-        "My {product} stopped working after {months} months.",
+        "My {appliance} stopped working after {months} months.",
         "The {product} broke after {weeks} weeks of normal use.",
         "Is the {product} still under warranty? I bought it last year.",
-        "The motor of the {product} makes a loud grinding noise since last week.",
-        "The {product} will not turn on any more, it is {months} months old.",
+        "The motor of the {appliance} makes a loud grinding noise since last week.",
+        "The {appliance} will not turn on any more, it is {months} months old.",
         "Can you repair the {product} or send me a spare part?",
-        "The handle of the {product} came off after a few weeks.",
-        "The battery of the {product} no longer charges.",
+        "A part of the {product} came off after a few weeks.",
+        "The {appliance} smells of burning when I switch it on.",
         "I need a spare part for my {product}, the old one cracked.",
-        "The {product} started leaking this morning, it worked fine until now.",
+        "The {product} is falling apart after only {months} months.",
         "How long is the guarantee on the {product}?",
-        "The switch on the {product} is faulty after {months} months of use.",
+        "The switch on the {appliance} is faulty after {months} months of use.",
     ),
     "account": (
         "I cannot log in to my account.",
@@ -119,7 +120,7 @@ SHORT = {
                 "sent it back, what now", "wrong item received"),
     "payment": ("charged twice", "card declined", "code {code} not working",
                 "need invoice", "payment failed"),
-    "warranty": ("{product} stopped working", "{product} broken after {weeks} weeks",
+    "warranty": ("{appliance} stopped working", "{product} broken after {weeks} weeks",
                  "warranty repair for {product}", "spare part needed", "{product} faulty"),
     "account": ("cant log in", "password reset not working", "delete my account",
                 "change my email", "account locked"),
@@ -157,7 +158,7 @@ CONTRASTS = (  # (template, phrases of team A, phrases of team B)
     ("It broke {a}, not {b}, so please help.",
      ("returns", ("on arrival", "in the box")), ("warranty", ("after use", "after {weeks} weeks"))),
     ("I want {a}, not {b}.",
-     ("returns", ("a refund for the {product}",)), ("warranty", ("a repair of the {product}",))),
+     ("returns", ("a refund", "my money back")), ("warranty", ("a repair", "a free repair"))),
     ("Please change my {a} address, not my {b} address.",
      ("delivery", ("delivery",)), ("account", ("account",))),
     ("This is about {a}, not about {b}.",
@@ -193,6 +194,7 @@ def fill(template, rng, ticket):
         "amount": f"£{rng.randrange(10, 300)}.{rng.randrange(0, 100):02d}",
         "amount2": f"£{rng.randrange(10, 300)}.{rng.randrange(0, 100):02d}",
         "email": f"{ticket['name'].lower()}{rng.randrange(1, 99)}@example.com",
+        "appliance": ticket["product"],
         **ticket,
     }
     return template.format(**{k: v for k, v in slots.items() if "{" + k + "}" in template})
@@ -226,22 +228,27 @@ def contrast(rng, ticket):
 def make_ticket(number, rng):
     """One ticket: a dict with ticket_id, order_id, team, style, kind and text."""
     style = rng.choice(STYLES)
-    ticket = {"order": f"LK-{rng.randrange(100000, 1000000)}", "product": rng.choice(PRODUCTS),
+    kind = "word order" if rng.random() < 0.25 else "plain"
+    team = rng.choice(TEAMS)
+    template = rng.choice(ISSUES[team])
+    product = rng.choice(ELECTRIC if "{appliance}" in template else PRODUCTS)
+    ticket = {"order": f"LK-{rng.randrange(100000, 1000000)}", "product": product,
               "relative": rng.choice(RELATIVES), "name": rng.choice(NAMES)}
+
+    def fits(t):   # a template this ticket's product fits in
+        return "{appliance}" not in t or product in ELECTRIC
+
     details = [fill(t, rng, ticket) for t in rng.sample(DETAILS, rng.randrange(3, 11))]
-    if rng.random() < 0.25:                                     # a word-order ticket
-        kind = "word order"
+    if kind == "word order":
         core, team = contrast(rng, ticket)
     else:
-        kind = "plain"
-        team = rng.choice(TEAMS)
-        core = fill(rng.choice(ISSUES[team]), rng, ticket)
+        core = fill(template, rng, ticket)
         if rng.random() < 0.3:                                  # a second sentence on the issue
-            details[0] = fill(rng.choice(ISSUES[team]), rng, ticket)
+            details[0] = fill(rng.choice([t for t in ISSUES[team] if fits(t)]), rng, ticket)
     order, name = ticket["order"], ticket["name"]
     if style == "short":
         if kind == "plain":
-            core = fill(rng.choice(SHORT[team]), rng, ticket)
+            core = fill(rng.choice([t for t in SHORT[team] if fits(t)]), rng, ticket)
         parts = [rng.choice(SHORT_OPEN) + core.rstrip(".") + ".", f"Order {order}"]
     elif style == "polite":
         parts = [rng.choice(GREETINGS), core, *details[: rng.randrange(3)], rng.choice(THANKS),
