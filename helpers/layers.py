@@ -41,7 +41,7 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention on the memory, feed-forward; each add & norm."""
 
-    def __init__(self, d_model, h, d_ff, p=0.1, norm_first=False):
+    def __init__(self, d_model, h, d_ff, p=0.1, norm_first=False, activation="relu"):
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, h)
         self.cross_attn = MultiHeadAttention(d_model, h)
@@ -52,10 +52,11 @@ class DecoderLayer(nn.Module):
         self.norm3 = nn.LayerNorm(d_model)
         self.dropout = nn.Dropout(p)
         self.norm_first = norm_first
+        self.activation = {"relu": F.relu, "gelu": F.gelu}[activation]
 
     def ffn(self, x):
         """FFN(x) = max(0, x W1 + b1) W2 + b2, applied to every position on its own."""
-        return self.linear2(F.relu(self.linear1(x)))
+        return self.linear2(self.activation(self.linear1(x)))
 
     def forward(self, y, memory, self_mask=None, memory_mask=None):
         drop = self.dropout

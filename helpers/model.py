@@ -6,7 +6,6 @@ Padding sits at the end of each sequence; token ``pad`` (0 by default) is paddin
 
 import math
 
-import torch
 from torch import nn
 
 from helpers.attention import MultiHeadAttention, additive_mask, causal_mask, padding_mask
@@ -18,6 +17,7 @@ class Transformer(nn.Module):
     """Transformer(vocab, d, h, d_ff, n_layers, p): n_layers encoder and n_layers decoder layers.
 
     ``encode(src)`` gives the memory, ``decode(tgt, memory, src)`` the logits (batch, n, vocab).
+    With ``p`` the dropout on the embeddings and on every sublayer's output (paper §5.4).
     """
 
     def __init__(self, vocab, d, h, d_ff, n_layers, p=0.1, pad=0, max_len=256, norm_first=False):
@@ -40,25 +40,32 @@ class Transformer(nn.Module):
         x = self.embedding(ids) * math.sqrt(self.d) + self.pe[: ids.shape[1]]
         return self.dropout(x)
 
-    def encode(self, src):
+    def memory_mask(self, src):
+        """The additive padding mask of the source, (batch, 1, 1, n_src): -inf on padding.
+        Built once per batch; the encoder and every cross-attention use it."""
+        return additive_mask(padding=padding_mask(src, self.pad))
+
+    def encode(self, src, mask=None):
         """(batch, n_src) token ids -> memory (batch, n_src, d)."""
-        mask = additive_mask(padding=padding_mask(src, self.pad))
+        mask = self.memory_mask(src) if mask is None else mask
         x = self.embed(src)
         for layer in self.encoder_layers:
             x = layer(x, mask)
         return x
 
-    def decode(self, tgt, memory, src):
-        """(batch, n_tgt) decoder input -> logits (batch, n_tgt, vocab) = y Eᵀ."""
+    def decode(self, tgt, memory, src=None, memory_mask=None):
+        """(batch, n_tgt) decoder input -> logits (batch, n_tgt, vocab) = y Eᵀ.
+        The cross-attention hides the source's padding: give src or its memory_mask."""
         self_mask = additive_mask(causal=causal_mask(tgt.shape[1]))
-        memory_mask = additive_mask(padding=padding_mask(src, self.pad))
+        memory_mask = self.memory_mask(src) if memory_mask is None else memory_mask
         y = self.embed(tgt)
         for layer in self.decoder_layers:
             y = layer(y, memory, self_mask, memory_mask)
         return y @ self.embedding.weight.T                  # tied output layer
 
     def forward(self, src, tgt):
-        return self.decode(tgt, self.encode(src), src)
+        mask = self.memory_mask(src)
+        return self.decode(tgt, self.encode(src, mask), memory_mask=mask)
 
 
 def keep_attention_weights(model, on=True):

@@ -5,7 +5,7 @@ from torch import nn
 
 from helpers.attention import MultiHeadAttention, additive_mask, causal_mask
 from helpers.layers import DecoderLayer, EncoderLayer
-from helpers.model import Transformer, pytorch_state_dict
+from helpers.model import Transformer, keep_attention_weights, pytorch_state_dict
 
 
 def moved(module):
@@ -64,3 +64,46 @@ def test_tiny_model_size_and_equivalence_with_nn_transformer_on_a_padded_batch()
         y = ref.decoder(ours.embed(tgt), memory, tgt_mask=causal_mask(7),
                         memory_key_padding_mask=src == 0)
         assert torch.allclose(ours(src, tgt), y @ ours.embedding.weight.T, atol=1e-4)
+
+
+def test_equivalence_with_nn_transformer_is_exact_in_float64():
+    """In float32 the two differ by float rounding (about 1e-6, PyTorch's modules add in another
+    order); in float64 the difference falls to about 1e-15: the same computation."""
+    torch.manual_seed(0)
+    ours = moved(Transformer(13, 64, 4, 256, 2)).eval().double()
+    ref = nn.Transformer(64, 4, 2, 2, 256, batch_first=True).eval().double()
+    ref.encoder.norm = ref.decoder.norm = None
+    ref.encoder.use_nested_tensor = False
+    ref.load_state_dict(pytorch_state_dict(ours))
+    src = torch.tensor([[5, 3, 4, 7, 6], [8, 9, 10, 0, 0]])
+    tgt = torch.tensor([[1, 6, 7, 4, 3, 5], [1, 10, 9, 8, 0, 0]])
+    with torch.no_grad():
+        memory = ref.encoder(ours.embed(src), src_key_padding_mask=src == 0)
+        y = ref.decoder(ours.embed(tgt), memory, tgt_mask=causal_mask(6), memory_key_padding_mask=src == 0)
+        assert (ours(src, tgt) - y @ ours.embedding.weight.T).abs().max() < 1e-12
+        assert (ours.encode(src) - memory).abs().max() < 1e-12
+
+
+def test_forward_builds_the_source_mask_once_and_equals_encode_then_decode():
+    torch.manual_seed(0)
+    model = Transformer(13, 64, 4, 256, 2).eval()
+    src = torch.tensor([[5, 3, 4, 7, 6], [8, 9, 10, 0, 0]])
+    tgt = torch.tensor([[1, 6, 7, 4, 3, 5], [1, 10, 9, 8, 0, 0]])
+    with torch.no_grad():
+        assert torch.equal(model(src, tgt), model.decode(tgt, model.encode(src), src))
+        assert model.memory_mask(src).shape == (2, 1, 1, 5)
+
+
+def test_keep_attention_weights_gives_the_shapes_of_the_lesson():
+    torch.manual_seed(0)
+    model = Transformer(13, 64, 4, 256, 2).eval()
+    keep_attention_weights(model)
+    with torch.no_grad():
+        logits = model(torch.tensor([[5, 3, 4, 7, 6]]), torch.tensor([[1, 6, 7, 4, 3, 5]]))
+    layer = model.decoder_layers[1]
+    assert logits.shape == (1, 6, 13)
+    assert model.encoder_layers[0].self_attn.weights.shape == (1, 4, 5, 5)
+    assert layer.self_attn.weights.shape == (1, 4, 6, 6) and layer.cross_attn.weights.shape == (1, 4, 6, 5)
+    assert torch.equal(layer.self_attn.weights[0, 0].triu(1), torch.zeros(6, 6))    # causal
+    keep_attention_weights(model, False)
+    assert layer.cross_attn.weights is None

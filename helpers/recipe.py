@@ -1,0 +1,72 @@
+"""The paper's training recipe (§5.3, §5.4): Adam (β₁ 0.9, β₂ 0.98, ε 1e-9), the warmup schedule,
+dropout 0.1 (inside the model) and label smoothing 0.1 — and a small training loop.
+"""
+
+import torch
+from torch import nn
+from tqdm import tqdm
+
+
+def lrate(step, d_model=512, warmup=4000):
+    """d_model^-0.5 · min(step^-0.5, step · warmup^-1.5): a linear rise for `warmup` steps,
+    then a decay as 1/√step. Steps count from 1; the peak is at step = warmup."""
+    return d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+
+
+def adam_with_warmup(model, d_model, warmup):
+    """Adam with the paper's settings, and LambdaLR multiplying the base rate 1.0 by lrate().
+
+    LambdaLR calls the lambda with the number of sched.step() calls so far (0 for the first
+    step), hence ``s + 1``: the first update uses lrate(1), the n-th lrate(n).
+    """
+    opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lrate(s + 1, d_model, warmup))
+    return opt, sched
+
+
+def smoothed_loss(pad, eps=0.1):
+    """Cross-entropy against the smoothed target (1 - eps on the right token, eps spread over
+    all tokens), ignoring padding positions."""
+    return nn.CrossEntropyLoss(ignore_index=pad, label_smoothing=eps)
+
+
+def train_step(model, opt, sched, loss_fn, src, tgt_in, tgt_out):
+    """One update with teacher forcing: the decoder reads tgt_in, must write tgt_out."""
+    model.train()
+    logits = model(src, tgt_in)                                   # (batch, n_tgt, vocab)
+    loss = loss_fn(logits.flatten(0, 1), tgt_out.flatten())
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    sched.step()                                                  # the rate of the next step
+    return loss.item()
+
+
+@torch.no_grad()
+def cross_entropy(model, src, tgt_in, tgt_out, pad):
+    """Plain cross-entropy (no smoothing) over the non-padding positions, in eval mode."""
+    was_training = model.training
+    model.eval()
+    logits = model(src, tgt_in)
+    model.train(was_training)
+    return nn.functional.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=pad).item()
+
+
+def train(model, opt, sched, loss_fn, steps, next_batch, evaluate=None, every=100, progress=True):
+    """Run `steps` training steps on batches from next_batch(); every `every` steps (and at
+    step 1) call evaluate(model) -> dict. Returns a history: {"step": [...], "train_loss": [...]}
+    with one entry per step, and {"eval_step": [...], <each evaluated key>: [...]}."""
+    history = {"step": [], "train_loss": [], "lr": [], "eval_step": []}
+    bar = tqdm(range(1, steps + 1), desc="training", disable=not progress, mininterval=1.0)
+    for step in bar:
+        lr = opt.param_groups[0]["lr"]                            # the rate this step uses
+        loss = train_step(model, opt, sched, loss_fn, *next_batch())
+        history["step"].append(step)
+        history["train_loss"].append(loss)
+        history["lr"].append(lr)
+        if evaluate is not None and (step == 1 or step % every == 0):
+            history["eval_step"].append(step)
+            for key, value in evaluate(model).items():
+                history.setdefault(key, []).append(value)
+            bar.set_postfix(loss=f"{loss:.3f}")
+    return history

@@ -1,0 +1,81 @@
+"""The tiny task of notebook 05: reverse a sequence of letters ("c a b e d" -> "d e b a c </s>").
+
+Vocabulary of 13 tokens shared by source and target: padding 0, <s> 1, </s> 2, and the letters
+a–j as 3..12, so "c a b e d" is 5 3 4 7 6. Padding sits at the end of each sequence.
+"""
+
+import torch
+
+PAD, BOS, EOS = 0, 1, 2
+LETTERS = "abcdefghij"
+ITOS = ["<pad>", "<s>", "</s>", *LETTERS]          # id -> token
+STOI = {token: i for i, token in enumerate(ITOS)}   # token -> id
+VOCAB = len(ITOS)                                   # 13
+
+
+def encode_letters(text):
+    """"c a b e d" or "cabed" -> tensor (1, 5) of ids [[5, 3, 4, 7, 6]]."""
+    return torch.tensor([[STOI[c] for c in text.replace(" ", "")]])
+
+
+def decode_ids(ids):
+    """A list or 1-d tensor of ids -> "d e b a c </s>"."""
+    return " ".join(ITOS[int(i)] for i in ids)
+
+
+def batch(n, generator, min_len=3, max_len=8, repeats=False):
+    """n random letter sequences of min_len..max_len letters and their reversals.
+
+    Within a sequence the letters are all different (like "c a b e d"), unless repeats=True.
+
+    Returns (src, tgt_in, tgt_out), padded at the end to the longest sequence in the batch:
+    src (n, L) the letters; tgt_in (n, L + 1) = <s> + reversed letters (the decoder input,
+    shifted right); tgt_out (n, L + 1) = reversed letters + </s> (what each position must write).
+    """
+    lengths = torch.randint(min_len, max_len + 1, (n, 1), generator=generator)
+    if repeats:
+        letters = torch.randint(3, VOCAB, (n, max_len), generator=generator)
+    else:                                                         # a random order of a–j per row
+        letters = torch.rand(n, len(LETTERS), generator=generator).argsort(dim=1)[:, :max_len] + 3
+    pos = torch.arange(max_len)
+    real = pos < lengths                                          # (n, max_len): not padding
+    src = letters.masked_fill(~real, PAD)
+    backwards = (lengths - 1 - pos).clamp(min=0)                  # position i reads letter L-1-i
+    reversed_ = letters.gather(1, backwards).masked_fill(~real, PAD)
+    tgt_in = torch.cat([torch.full((n, 1), BOS), reversed_], dim=1)
+    tgt_out = torch.cat([reversed_, torch.full((n, 1), PAD)], dim=1).scatter(1, lengths, EOS)
+    longest = int(lengths.max())
+    return src[:, :longest], tgt_in[:, : longest + 1], tgt_out[:, : longest + 1]
+
+
+@torch.no_grad()
+def greedy_decode(model, src, max_len=None):
+    """Greedy decoding: encode once, start from <s>, append the most likely token each step.
+
+    src (batch, n) -> ids (batch, 1 + steps) starting with <s>; stops when every row has
+    written </s> (or after max_len tokens, by default n + 1).
+    """
+    was_training = model.training
+    model.eval()
+    max_len = src.shape[1] + 1 if max_len is None else max_len
+    memory_mask = model.memory_mask(src)
+    memory = model.encode(src, memory_mask)                       # the encoder runs once
+    ys = torch.full((src.shape[0], 1), BOS)
+    done = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len):
+        logits = model.decode(ys, memory, memory_mask=memory_mask)[:, -1]
+        nxt = logits.argmax(-1)
+        ys = torch.cat([ys, nxt[:, None]], dim=1)
+        done |= nxt == EOS
+        if done.all():
+            break
+    model.train(was_training)
+    return ys
+
+
+def exact_match(model, src, tgt_out):
+    """Share of sequences whose greedy output equals tgt_out up to and including </s>."""
+    ys = greedy_decode(model, src, max_len=tgt_out.shape[1])[:, 1:]
+    ys = torch.cat([ys, torch.full((ys.shape[0], tgt_out.shape[1] - ys.shape[1]), PAD)], dim=1)
+    right = (ys == tgt_out) | (tgt_out == PAD)                    # padding positions do not count
+    return right.all(dim=1).float().mean().item()

@@ -1,0 +1,137 @@
+"""Benchmark: milliseconds per training step of the tiny reversal model (not a pytest test).
+
+    python tests/benchmark_training.py [--repeats 7] [--steps 50] [--threads 1] [--no-full-run]
+
+Measures, in the same run and interleaved (so both see the same machine load), one training step
+of notebook 05 — a batch of 64 random sequences, forward, label-smoothed loss, backward, Adam, the
+warmup schedule — for two models of the same configuration (vocabulary 13, d_model 64, 4 heads,
+d_ff 256, 2 + 2 layers, dropout 0.1, shared embedding × √d_model, sinusoidal positions, tied
+output layer):
+
+- ``helpers``: helpers.model.Transformer;
+- ``nn.Transformer``: the same embedding and output around ``torch.nn.Transformer`` (post-norm,
+  the paper's layout: its two extra final LayerNorms removed).
+
+Prints the median ms/step of each over several repeats and their ratio, then (unless
+--no-full-run) times notebook 05's whole run: 1500 steps plus the evaluations every 100 steps,
+and its final exact match. Targets on a 2-core CPU: helpers ≤ 20 ms/step, ratio ≤ 0.8, the
+full run well under a minute. Timings depend on the machine and on its load.
+"""
+
+import argparse
+import math
+import pathlib
+import platform
+import statistics
+import sys
+import time
+
+import torch
+from torch import nn
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
+from helpers import seed_all  # noqa: E402
+from helpers.attention import causal_mask  # noqa: E402
+from helpers.model import Transformer  # noqa: E402
+from helpers.positions import sinusoidal_positions  # noqa: E402
+from helpers.recipe import adam_with_warmup, cross_entropy, smoothed_loss, train, train_step  # noqa: E402
+from helpers.reversal import PAD, VOCAB, batch, exact_match  # noqa: E402
+
+D, H, D_FF, N_LAYERS, P, BATCH, WARMUP = 64, 4, 256, 2, 0.1, 64, 400
+THREADS = 1   # as notebook 05: the tiny model's matrices are too small to share between cores
+
+
+def run_reversal():
+    """Notebook 05's training cell: 1500 steps, evaluated at step 1 and every 100 steps."""
+    seed_all(0)
+    gen = torch.Generator().manual_seed(0)
+    test_src, test_in, test_out = batch(500, torch.Generator().manual_seed(1234))
+    model = Transformer(VOCAB, D, H, D_FF, N_LAYERS, P)
+    opt, sched = adam_with_warmup(model, d_model=D, warmup=WARMUP)
+
+    def evaluate(m):
+        return {"test_loss": cross_entropy(m, test_src, test_in, test_out, PAD),
+                "exact_match": exact_match(m, test_src, test_out)}
+
+    return train(model, opt, sched, smoothed_loss(PAD), 1500, lambda: batch(BATCH, gen),
+                 evaluate, every=100, progress=False)
+
+
+class TorchTransformer(nn.Module):
+    """The same model around nn.Transformer: embedding × √d + positions, tied output layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(VOCAB, D)
+        nn.init.normal_(self.embedding.weight, std=D ** -0.5)
+        self.register_buffer("pe", sinusoidal_positions(256, D), persistent=False)
+        self.transformer = nn.Transformer(D, H, N_LAYERS, N_LAYERS, D_FF, P, batch_first=True)
+        self.transformer.encoder.norm = self.transformer.decoder.norm = None   # post-norm: none
+        self.dropout = nn.Dropout(P)
+
+    def embed(self, ids):
+        return self.dropout(self.embedding(ids) * math.sqrt(D) + self.pe[: ids.shape[1]])
+
+    def forward(self, src, tgt):
+        pad = src == PAD
+        y = self.transformer(self.embed(src), self.embed(tgt), tgt_mask=causal_mask(tgt.shape[1]),
+                             src_key_padding_mask=pad, memory_key_padding_mask=pad)
+        return y @ self.embedding.weight.T
+
+
+def stepper(model, seed=0):
+    """A function doing one training step of notebook 05 on this model."""
+    opt, sched = adam_with_warmup(model, D, WARMUP)
+    loss_fn = smoothed_loss(PAD)
+    gen = torch.Generator().manual_seed(seed)
+    return lambda: train_step(model, opt, sched, loss_fn, *batch(BATCH, gen))
+
+
+def time_steps(step, n):
+    start = time.perf_counter()
+    for _ in range(n):
+        step()
+    return (time.perf_counter() - start) * 1000 / n
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=7, help="timed rounds per model")
+    parser.add_argument("--steps", type=int, default=50, help="training steps per round")
+    parser.add_argument("--threads", type=int, default=None,
+                        help=f"torch threads (default {THREADS}, as notebook 05)")
+    parser.add_argument("--no-full-run", action="store_true", help="skip the 1500-step run")
+    args = parser.parse_args()
+
+    torch.set_num_threads(args.threads or THREADS)
+    print(f"torch {torch.__version__}, {platform.machine()}, {torch.get_num_threads()} thread(s), "
+          f"batch {BATCH}, {args.repeats} rounds of {args.steps} steps")
+    seed_all(0)
+    models = {"helpers": Transformer(VOCAB, D, H, D_FF, N_LAYERS, P), "nn.Transformer": TorchTransformer()}
+    assert sum(p.numel() for p in models["helpers"].parameters()) == 234_304
+    steps = {name: stepper(model) for name, model in models.items()}
+    for step in steps.values():                      # warm up: first calls allocate
+        time_steps(step, 10)
+    times = {name: [] for name in steps}
+    for _ in range(args.repeats):                    # interleaved: both see the same load
+        for name, step in steps.items():
+            times[name].append(time_steps(step, args.steps))
+    medians = {name: statistics.median(t) for name, t in times.items()}
+    for name, t in times.items():
+        print(f"{name:>15}: median {medians[name]:6.1f} ms/step  (rounds: "
+              + " ".join(f"{v:.1f}" for v in t) + ")")
+    ratio = medians["helpers"] / medians["nn.Transformer"]
+    print(f"ratio helpers / nn.Transformer: {ratio:.2f}")
+    print(f"targets: helpers <= 20 ms/step: {medians['helpers'] <= 20}; ratio <= 0.8: {ratio <= 0.8}")
+
+    if not args.no_full_run:
+        start = time.perf_counter()
+        history = run_reversal()
+        seconds = time.perf_counter() - start
+        print(f"notebook 05's run (1500 steps + {len(history['eval_step'])} evaluations): "
+              f"{seconds:.1f} s; final exact match {history['exact_match'][-1]:.1%}")
+
+
+if __name__ == "__main__":
+    main()
