@@ -23,15 +23,20 @@ def decode_ids(ids):
     return " ".join(ITOS[int(i)] for i in ids)
 
 
-def batch(n, generator, min_len=3, max_len=8, repeats=False):
+def batch(n, generator, min_len=3, max_len=8, repeats=False, one_length=False):
     """n random letter sequences of min_len..max_len letters and their reversals.
 
     Within a sequence the letters are all different (like "c a b e d"), unless repeats=True.
+    With one_length=True all n sequences get the same random length, so the batch has no
+    padding: the paper batches sentences "by approximate sequence length" (§5.1) for the same
+    reason, not to spend computation on padding.
 
     Returns (src, tgt_in, tgt_out), padded at the end to the longest sequence in the batch:
     src (n, L) the letters; tgt_in (n, L + 1) = <s> + reversed letters (the decoder input,
     shifted right); tgt_out (n, L + 1) = reversed letters + </s> (what each position must write).
     """
+    if one_length:
+        min_len = max_len = int(torch.randint(min_len, max_len + 1, (1,), generator=generator))
     lengths = torch.randint(min_len, max_len + 1, (n, 1), generator=generator)
     if repeats:
         letters = torch.randint(3, VOCAB, (n, max_len), generator=generator)

@@ -7,7 +7,15 @@ import torch
 from torch import nn
 
 from helpers.model import Transformer
-from helpers.recipe import adam_with_warmup, cross_entropy, lrate, smoothed_loss, train, train_step
+from helpers.recipe import (
+    adam_with_warmup,
+    average_weights,
+    cross_entropy,
+    lrate,
+    smoothed_loss,
+    train,
+    train_step,
+)
 from helpers.reversal import PAD, VOCAB, batch
 
 
@@ -84,3 +92,21 @@ def test_training_lowers_the_loss_and_logs_a_history():
     assert history["eval_step"] == [1, 20, 40, 60] and history["n"] == [1, 2, 3, 4]
     assert history["lr"] == pytest.approx([lrate(s, 64, 400) for s in range(2, 62)])
     assert sum(history["train_loss"][-10:]) / 10 < first - 0.5
+
+
+def test_keep_and_average_the_last_checkpoints():
+    torch.manual_seed(0)
+    model = Transformer(VOCAB, 64, 4, 256, 2)
+    opt, sched = adam_with_warmup(model, 64, 400)
+    gen = torch.Generator().manual_seed(0)
+    history = train(model, opt, sched, smoothed_loss(PAD), 12, lambda: batch(16, gen), every=2, keep=3,
+                    progress=False)
+    states = history["checkpoints"]
+    assert len(states) == 3                                      # steps 8, 10 and 12
+    now = model.state_dict()
+    assert all(torch.equal(states[-1][key], now[key]) for key in now)
+    mean = average_weights(states)
+    w = "encoder_layers.0.linear1.weight"
+    assert torch.allclose(mean[w], (states[0][w] + states[1][w] + states[2][w]) / 3)
+    assert not torch.equal(mean[w], states[-1][w])
+    model.load_state_dict(mean)                                  # loads like any state dict

@@ -75,3 +75,14 @@ def test_exact_match_counts_whole_sequences():
     src, _, tgt_out = batch(50, torch.Generator().manual_seed(0))
     assert exact_match(Oracle(), src, tgt_out) == 1.0
     assert abs(exact_match(Oracle(wrong=[3, 7]), src, tgt_out) - 48 / 50) < 1e-6
+
+
+def test_one_length_batches_have_no_padding_and_vary_in_length():
+    gen = torch.Generator().manual_seed(0)
+    seen = set()
+    for _ in range(40):
+        src, tgt_in, tgt_out = batch(16, gen, one_length=True)
+        assert (src != PAD).all() and (tgt_in != PAD).all() and (tgt_out != PAD).all()
+        assert 3 <= src.shape[1] <= 8 and (tgt_out[:, -1] == EOS).all()
+        seen.add(src.shape[1])
+    assert seen == {3, 4, 5, 6, 7, 8}
