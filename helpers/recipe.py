@@ -58,24 +58,20 @@ def train(model, opt, sched, loss_fn, steps, next_batch, evaluate=None, every=10
           progress=True):
     """Run `steps` training steps on batches from next_batch(), with a progress bar.
 
-    Every `every` steps (and at step 1) call evaluate(model) -> dict of numbers. With keep > 0,
-    also keep a copy of the weights every `every` steps during the last keep · every steps (the
-    checkpoints to average, see average_weights). Returns the history: "step", "train_loss" and
-    "lr" (the rate each step used) for every step; "eval_step" and each evaluated key at the
-    evaluations; "checkpoints" (a list of state dicts).
+    At step 1 and every `every` steps, call evaluate(model, step) -> dict of numbers. With
+    keep > 0, also keep a copy of the weights every `every` steps during the last keep · every
+    steps (the checkpoints to average, see average_weights). Returns the history: "train_loss"
+    and "lr" (the rate each step used), one entry per step; "evals", one dict per evaluation
+    with its "step"; "checkpoints", a list of state dicts.
     """
-    history = {"step": [], "train_loss": [], "lr": [], "eval_step": [], "checkpoints": []}
+    history = {"train_loss": [], "lr": [], "evals": [], "checkpoints": []}
     bar = tqdm(range(1, steps + 1), desc="training", disable=not progress, mininterval=1.0)
     for step in bar:
-        lr = opt.param_groups[0]["lr"]                            # the rate this step uses
+        history["lr"].append(opt.param_groups[0]["lr"])           # the rate this step uses
         loss = train_step(model, opt, sched, loss_fn, *next_batch())
-        history["step"].append(step)
         history["train_loss"].append(loss)
-        history["lr"].append(lr)
         if evaluate is not None and (step == 1 or step % every == 0):
-            history["eval_step"].append(step)
-            for key, value in evaluate(model).items():
-                history.setdefault(key, []).append(value)
+            history["evals"].append({"step": step, **evaluate(model, step)})
             bar.set_postfix(loss=f"{loss:.3f}")
         if keep and step % every == 0 and step > steps - keep * every:
             history["checkpoints"].append({k: v.detach().clone() for k, v in model.state_dict().items()})

@@ -1,21 +1,23 @@
 """Benchmark: milliseconds per training step of the tiny reversal model (not a pytest test).
 
-    python tests/benchmark_training.py [--repeats 7] [--steps 50] [--threads 1] [--no-full-run]
+    python tests/benchmark_training.py [--repeats 7] [--steps 50] [--threads N] [--no-full-run]
 
 Measures, in the same run and interleaved (so both see the same machine load), one training step
-of notebook 05 — a batch of 64 random sequences, forward, label-smoothed loss, backward, Adam, the
-warmup schedule — for two models of the same configuration (vocabulary 13, d_model 64, 4 heads,
-d_ff 256, 2 + 2 layers, dropout 0.1, shared embedding × √d_model, sinusoidal positions, tied
-output layer):
+of notebook 05 — a batch of 64 random sequences of one random length (3 to 8 letters), forward,
+label-smoothed loss, backward, Adam, the warmup schedule — for two models of the same
+configuration (vocabulary 13, d_model 64, 4 heads, d_ff 256, 2 + 2 layers, dropout 0.1, shared
+embedding × √d_model, sinusoidal positions, tied output layer):
 
 - ``helpers``: helpers.model.Transformer;
 - ``nn.Transformer``: the same embedding and output around ``torch.nn.Transformer`` (post-norm,
   the paper's layout: its two extra final LayerNorms removed).
 
-Prints the median ms/step of each over several repeats and their ratio, then (unless
---no-full-run) times notebook 05's whole run: 1500 steps plus the evaluations every 100 steps,
-and its final exact match. Targets on a 2-core CPU: helpers ≤ 20 ms/step, ratio ≤ 0.8, the
-full run well under a minute. Timings depend on the machine and on its load.
+Prints the median ms/step of each over several repeats (wall clock and this process's CPU time)
+and their ratio, then (unless --no-full-run) times notebook 05's whole training cell: 1500 steps,
+its evaluations and the checkpoint average, with the final exact match. Targets on a 2-core CPU:
+helpers ≤ 20 ms/step, ratio ≤ 0.8, the full run well under a minute. Timings depend on the
+machine and on its load: --threads 2 is faster on an idle 2-core machine, much slower on a busy
+one (the two threads wait for each other at every small operation).
 """
 
 import argparse
@@ -35,27 +37,40 @@ from helpers import seed_all  # noqa: E402
 from helpers.attention import causal_mask  # noqa: E402
 from helpers.model import Transformer  # noqa: E402
 from helpers.positions import sinusoidal_positions  # noqa: E402
-from helpers.recipe import adam_with_warmup, cross_entropy, smoothed_loss, train, train_step  # noqa: E402
+from helpers.recipe import (  # noqa: E402
+    adam_with_warmup,
+    average_weights,
+    cross_entropy,
+    smoothed_loss,
+    train,
+    train_step,
+)
 from helpers.reversal import PAD, VOCAB, batch, exact_match  # noqa: E402
 
 D, H, D_FF, N_LAYERS, P, BATCH, WARMUP = 64, 4, 256, 2, 0.1, 64, 400
-THREADS = 1   # as notebook 05: the tiny model's matrices are too small to share between cores
+THREADS = 1   # as notebook 05's training cell: robust when the machine is shared
 
 
 def run_reversal():
-    """Notebook 05's training cell: 1500 steps, evaluated at step 1 and every 100 steps."""
+    """Notebook 05's training cell: 1500 steps on one-length batches, the test loss at step 1 and
+    every 100 steps, the exact match at steps 1, 500, 1000, 1500, then the average of the last 5
+    checkpoints. Returns (exact match of the last weights, of the averaged weights)."""
     seed_all(0)
     gen = torch.Generator().manual_seed(0)
     test_src, test_in, test_out = batch(500, torch.Generator().manual_seed(1234))
     model = Transformer(VOCAB, D, H, D_FF, N_LAYERS, P)
     opt, sched = adam_with_warmup(model, d_model=D, warmup=WARMUP)
 
-    def evaluate(m):
-        return {"test_loss": cross_entropy(m, test_src, test_in, test_out, PAD),
-                "exact_match": exact_match(m, test_src, test_out)}
+    def evaluate(m, step):
+        result = {"test_loss": cross_entropy(m, test_src, test_in, test_out, PAD)}
+        if step in (1, 500, 1000, 1500):
+            result["exact_match"] = exact_match(m, test_src, test_out)
+        return result
 
-    return train(model, opt, sched, smoothed_loss(PAD), 1500, lambda: batch(BATCH, gen),
-                 evaluate, every=100, progress=False)
+    history = train(model, opt, sched, smoothed_loss(PAD), 1500, lambda: batch(BATCH, gen, one_length=True),
+                    evaluate, every=100, keep=5, progress=False)
+    model.load_state_dict(average_weights(history["checkpoints"]))
+    return history["evals"][-1]["exact_match"], exact_match(model, test_src, test_out)
 
 
 class TorchTransformer(nn.Module):
@@ -81,11 +96,12 @@ class TorchTransformer(nn.Module):
 
 
 def stepper(model, seed=0):
-    """A function doing one training step of notebook 05 on this model."""
+    """A function doing one training step of notebook 05 on this model (both models draw the
+    same batches: 64 sequences of one random length)."""
     opt, sched = adam_with_warmup(model, D, WARMUP)
     loss_fn = smoothed_loss(PAD)
     gen = torch.Generator().manual_seed(seed)
-    return lambda: train_step(model, opt, sched, loss_fn, *batch(BATCH, gen))
+    return lambda: train_step(model, opt, sched, loss_fn, *batch(BATCH, gen, one_length=True))
 
 
 def time_steps(step, n):
@@ -131,10 +147,10 @@ def main():
 
     if not args.no_full_run:
         start = time.perf_counter()
-        history = run_reversal()
+        last, averaged = run_reversal()
         seconds = time.perf_counter() - start
-        print(f"notebook 05's run (1500 steps + {len(history['eval_step'])} evaluations): "
-              f"{seconds:.1f} s; final exact match {history['exact_match'][-1]:.1%}")
+        print(f"notebook 05's run (1500 steps, evaluations, checkpoint average): {seconds:.1f} s; "
+              f"exact match: last weights {last:.1%}, averaged {averaged:.1%}")
 
 
 if __name__ == "__main__":

@@ -85,11 +85,10 @@ def test_training_lowers_the_loss_and_logs_a_history():
     gen = torch.Generator().manual_seed(0)
     first = train_step(model, opt, sched, smoothed_loss(PAD), *batch(64, gen))
     assert math.log(VOCAB) - 1 < first < 6
-    calls = []
     history = train(model, opt, sched, smoothed_loss(PAD), 60, lambda: batch(64, gen),
-                    evaluate=lambda m: calls.append(1) or {"n": len(calls)}, every=20, progress=False)
-    assert history["step"] == list(range(1, 61)) and len(history["train_loss"]) == 60
-    assert history["eval_step"] == [1, 20, 40, 60] and history["n"] == [1, 2, 3, 4]
+                    evaluate=lambda m, step: {"twice": 2 * step}, every=20, progress=False)
+    assert len(history["train_loss"]) == 60 and history["checkpoints"] == []
+    assert history["evals"] == [{"step": s, "twice": 2 * s} for s in (1, 20, 40, 60)]
     assert history["lr"] == pytest.approx([lrate(s, 64, 400) for s in range(2, 62)])
     assert sum(history["train_loss"][-10:]) / 10 < first - 0.5
 
