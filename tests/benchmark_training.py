@@ -1,6 +1,7 @@
 """Benchmark: milliseconds per training step of the tiny reversal model (not a pytest test).
 
-    python tests/benchmark_training.py [--repeats 7] [--steps 50] [--threads N] [--no-full-run]
+    python tests/benchmark_training.py [--repeats 7] [--steps 50] [--threads N] [--no-breakdown]
+                                       [--no-full-run]
 
 Measures, in the same run and interleaved (so both see the same machine load), one training step
 of notebook 05 — a batch of 64 random sequences of one random length (3 to 8 letters), forward,
@@ -13,8 +14,11 @@ embedding × √d_model, sinusoidal positions, tied output layer):
   the paper's layout: its two extra final LayerNorms removed).
 
 Prints the median ms/step of each over several repeats (wall clock and this process's CPU time)
-and their ratio, then (unless --no-full-run) times notebook 05's whole training cell: 1500 steps,
-its evaluations and the checkpoint average, with the final exact match. Targets on a 2-core CPU:
+and their ratio; then (unless --no-breakdown) where a step's time goes, from torch.profiler,
+and the floor of a step on this machine: the fixed cost of a step (a batch of one sequence) plus
+the extra matrix products of a batch of 64; then (unless --no-full-run) times notebook 05's
+whole training cell: 1500 steps, its evaluations and the checkpoint average, with the final
+exact match. Targets on a 2-core CPU:
 helpers ≤ 20 ms/step, ratio ≤ 0.8, the full run well under a minute. Timings depend on the
 machine and on its load: --threads 2 is faster on an idle 2-core machine, much slower on a busy
 one (the two threads wait for each other at every small operation).
@@ -95,13 +99,35 @@ class TorchTransformer(nn.Module):
         return y @ self.embedding.weight.T
 
 
-def stepper(model, seed=0):
+def stepper(model, seed=0, size=BATCH):
     """A function doing one training step of notebook 05 on this model (both models draw the
-    same batches: 64 sequences of one random length)."""
+    same batches: `size` sequences of one random length)."""
     opt, sched = adam_with_warmup(model, D, WARMUP)
     loss_fn = smoothed_loss(PAD)
     gen = torch.Generator().manual_seed(seed)
-    return lambda: train_step(model, opt, sched, loss_fn, *batch(BATCH, gen, one_length=True))
+    return lambda: train_step(model, opt, sched, loss_fn, *batch(size, gen, one_length=True))
+
+
+# Where the time of a step goes: self CPU time of these operators, as the profiler sees them.
+GROUPS = {
+    "matrix products (mm, addmm, bmm)": ("aten::mm", "aten::addmm", "aten::bmm"),
+    "attention kernels (SDPA, forward and backward)": ("aten::_scaled_dot_product",),
+    "dropout masks (bernoulli_)": ("aten::bernoulli_",),
+}
+
+
+def breakdown(step, n):
+    """ms per step of each GROUPS entry and of everything else, from torch.profiler over n steps
+    (the profiler adds a little to every small operator; the matrix products barely change)."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for _ in range(n):
+            step()
+    events = prof.key_averages()
+    total = sum(e.self_cpu_time_total for e in events)
+    parts = {name: sum(e.self_cpu_time_total for e in events if e.key.startswith(prefixes))
+             for name, prefixes in GROUPS.items()}
+    parts["everything else (LayerNorm, ReLU, copies, autograd, Adam...)"] = total - sum(parts.values())
+    return {name: us / 1000 / n for name, us in parts.items()}
 
 
 def time_steps(step, n):
@@ -118,6 +144,7 @@ def main():
     parser.add_argument("--steps", type=int, default=50, help="training steps per round")
     parser.add_argument("--threads", type=int, default=None,
                         help=f"torch threads (default {THREADS}, as notebook 05)")
+    parser.add_argument("--no-breakdown", action="store_true", help="skip the profile of a step")
     parser.add_argument("--no-full-run", action="store_true", help="skip the 1500-step run")
     args = parser.parse_args()
 
@@ -144,6 +171,23 @@ def main():
     print(f"ratio helpers / nn.Transformer (wall clock): {ratio:.2f}")
     print(f"targets: helpers <= 20 ms/step: {medians['helpers'] <= 20}; ratio <= 0.8: {ratio <= 0.8}")
     print("(on a busy machine the wall clock includes waiting for a core; the CPU time does not)")
+
+    if not args.no_breakdown:
+        # The floor: what a step costs before any attention, dropout or normalisation work.
+        one = stepper(Transformer(VOCAB, D, H, D_FF, N_LAYERS, P), size=1)
+        time_steps(one, 10)
+        fixed = statistics.median(time_steps(one, args.steps)[0] for _ in range(args.repeats))
+        parts = breakdown(steps["helpers"], args.steps)
+        print(f"where a helpers step goes (torch.profiler, {sum(parts.values()):.1f} ms in all):")
+        for name, ms in parts.items():
+            print(f"  {ms:6.1f} ms  {name}")
+        products = "matrix products (mm, addmm, bmm)"
+        extra = parts[products] - breakdown(one, args.steps)[products]
+        floor = fixed + extra
+        print(f"fixed cost of a step (1 sequence: Python, dispatch, autograd, Adam): {fixed:.1f} ms")
+        kernels = sum(ms for name, ms in parts.items() if name.startswith(("attention", "dropout")))
+        print(f"floor = fixed cost + the extra matrix products of a batch of {BATCH} ({extra:.1f} ms) "
+              f"= {floor:.1f} ms, before the attention kernels and dropout masks ({kernels:.1f} ms more)")
 
     if not args.no_full_run:
         start = time.perf_counter()
