@@ -33,21 +33,33 @@ EXERCISES = ROOT / "notebooks"
 README = ROOT / "README.md"
 
 BOOTSTRAP = '''\
-# Setup: make the course's `helpers` package importable. Run this cell first.
-# From a clone of the course it finds the checkout; in Colab or Kaggle it clones the course once.
+#@title Setup: run this cell first (it makes the course's `helpers` importable) {{ display-mode: "form" }}
 import os, pathlib, subprocess, sys
-REPO_URL = os.environ.get("COURSE_REPO_URL", "{url}")
-REPO_REF = os.environ.get("COURSE_REPO_REF", "{ref}")
 here = pathlib.Path.cwd()
 root = next((p for p in (here, *here.parents) if (p / "helpers" / "__init__.py").is_file()),
             here / "{clone_dir}")
-if not (root / "helpers").is_dir():
-    clone = ["git", "clone", "--quiet", "--depth", "1", "--branch", REPO_REF, REPO_URL, str(root)]
-    if subprocess.run(clone, capture_output=True).returncode != 0:
+if not (root / "helpers").is_dir():  # alone in Colab or Kaggle: clone the course once
+    url = os.environ.get("COURSE_REPO_URL",
+                         "{url}")
+    ref = os.environ.get("COURSE_REPO_REF", "{ref}")
+    clone = ["git", "clone", "-q", "--depth", "1", "-b", ref, url, str(root)]
+    if subprocess.run(clone, capture_output=True).returncode:
         print("Could not download the course helpers: on Kaggle, switch Internet on in the "
               "notebook's Settings panel, then run this cell again.")
 if str(root) not in sys.path:
     sys.path.insert(0, str(root))'''
+
+# The first lines of the code cell after the setup cell: a learner who skipped the setup
+# cell reads what to do instead of a bare "No module named 'helpers'".
+GUARD = '''\
+try:
+    import helpers  # noqa: F401  (the setup cell above makes it importable)
+except ModuleNotFoundError:
+    raise ModuleNotFoundError("No module named 'helpers': run the setup cell at the top first.") from None
+'''
+
+# Colab shows a cell with cellView "form" as its #@title line; JupyterLab folds source_hidden.
+BOOTSTRAP_METADATA = {"cellView": "form", "jupyter": {"source_hidden": True}}
 
 
 def bootstrap_source():
@@ -67,6 +79,13 @@ def with_bootstrap(nb):
     if len(cells) != 1:
         raise ValueError("a notebook needs exactly one code cell tagged 'bootstrap'")
     cells[0].source = bootstrap_source()
+    cells[0].metadata.update(copy.deepcopy(BOOTSTRAP_METADATA))
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    after = code[code.index(cells[0]) + 1]
+    if not after.source.startswith(GUARD) or after.source[len(GUARD):].startswith("try:"):
+        while after.source.startswith("try:\n    import helpers"):  # an older guard: replace it
+            after.source = after.source.split(" from None\n", 1)[1]
+        after.source = GUARD + after.source
     return nb
 
 
@@ -145,7 +164,19 @@ def execute(path):
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
+        for output in cell.get("outputs", []):
+            if output.output_type == "stream":
+                output.text = as_terminal_shows(output.text)
     nbformat.write(nb, path)
+
+
+def as_terminal_shows(text):
+    """Text as a terminal (and Jupyter) shows it: each carriage return rewrites its line.
+
+    A progress bar writes dozens of states of one line separated by "\\r"; the stored
+    notebook keeps only the last state of each line, as a reader would see it.
+    """
+    return "\n".join(line.rstrip("\r").rsplit("\r", 1)[-1] for line in text.split("\n"))
 
 
 def build(force=False, out=sys.stdout):

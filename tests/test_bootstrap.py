@@ -83,3 +83,12 @@ def test_first_notebook_runs_alone_in_an_empty_folder(folder, tmp_path, local_re
     from helpers import course
     assert (alone / course.CLONE_DIR / "helpers" / "__init__.py").is_file()
     assert all(o.output_type != "error" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+def test_skipping_the_setup_cell_says_to_run_it(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    run = subprocess.run([sys.executable, "-c", notebooks.GUARD], cwd=tmp_path, env=env,
+                         capture_output=True, text=True)
+    assert run.returncode != 0
+    last = run.stderr.strip().splitlines()[-1]
+    assert last == ("ModuleNotFoundError: No module named 'helpers': run the setup cell at the top first.")

@@ -32,6 +32,10 @@ def test_bootstrap_cell_is_first_and_current(path):
         assert "bootstrap" in notebooks.tags(code[0])
         assert code[0].source == notebooks.bootstrap_source()
         assert f'"{course.REPO_URL}.git"' in code[0].source
+        assert code[0].source.startswith("#@title Setup")
+        for key, value in notebooks.BOOTSTRAP_METADATA.items():
+            assert code[0].metadata[key] == value
+        assert code[1].source.startswith(notebooks.GUARD)
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
@@ -49,7 +53,7 @@ def test_solution_notebook_follows_the_conventions(path):
     assert solutions and len(checks) >= len(solutions) > 0
     for cell in checks:
         printed = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
-        assert printed.strip().splitlines()[-1] == "Check passed.", cell.source
+        assert printed.strip().splitlines()[-1].startswith("Check passed."), cell.source
     for cell in nb.cells:
         if cell.cell_type == "code":
             assert all(o.output_type != "error" for o in cell.outputs), cell.source
@@ -89,3 +93,18 @@ def test_generator_refuses_to_overwrite_an_edited_exercise(tmp_path, monkeypatch
     assert "learner's attempt" in (exercises / "01_demo.ipynb").read_text()
     assert notebooks.build(force=True) == 0            # explicit flag overwrites
     assert "learner's attempt" not in (exercises / "01_demo.ipynb").read_text()
+
+
+def test_stored_progress_bars_keep_their_last_state_only():
+    bar = "train:   0%|  | 0/10\rtrain:  50%|# | 5/10 [loss 2.1]\rtrain: 100%|##| 10/10 [loss 0.6]\n"
+    assert notebooks.as_terminal_shows(bar + "done\n") == "train: 100%|##| 10/10 [loss 0.6]\ndone\n"
+    assert notebooks.as_terminal_shows("no bar\n") == "no bar\n"
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
+def test_stored_outputs_hold_no_overwritten_progress_states(path):
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if output.output_type == "stream":
+                assert "\r" not in output.text.rstrip("\r"), cell.source[:80]

@@ -9,11 +9,11 @@ import pytest
 import torch
 
 import helpers.checks
-from helpers.checks import PASSED
+from helpers.checks import PASSED, Hint, call, checker, choice, choices, not_answered
 
 WRONG = [None, ..., [], [1.0, 2.0], "0.5", True, float("nan"), math.inf, {"a": 1},
          torch.tensor(float("nan")), torch.full((3, 3), float("nan")), torch.zeros(2, 3, 4),
-         torch.zeros(7, dtype=torch.bool), torch.tensor([1, 2, 3]), lambda *a: None]
+         torch.zeros(7, dtype=torch.bool), torch.tensor([1, 2, 3]), lambda *a: None, lambda *a: 1 / 0]
 
 
 def all_checkers():
@@ -44,7 +44,109 @@ def test_checker_never_raises_and_prints_one_hint(check, capsys):
             assert check(*args) is None
             printed = capsys.readouterr().out
             assert printed.count("\n") == 1, printed
-            assert printed.strip() != PASSED, (wrong, printed)
+            assert not printed.startswith(PASSED), (wrong, printed)
             assert "Could not check" not in printed, printed
     check()                                 # too few arguments: still one line
     assert capsys.readouterr().out.count("\n") == 1
+
+
+# --- the machinery every checker shares ------------------------------------------------------
+
+def placeholder(x, gamma):
+    # your code here
+    ...
+
+
+def documented_placeholder(x):
+    """A docstring and pass: still untouched."""
+    pass
+
+
+def forgot_return(x):
+    y = x * 2  # noqa: F841
+
+
+def prints_and_doubles(x):
+    print("debugging", x)
+    return x * 2
+
+
+def mutates(x):
+    x *= 2
+    return x
+
+
+def raises(x):
+    raise ValueError("boom\nsecond line")
+
+
+def not_implemented(x):
+    raise NotImplementedError
+
+
+def test_not_answered_recognises_untouched_placeholders():
+    assert not_answered(None) and not_answered(...) and not_answered(placeholder)
+    assert not_answered(documented_placeholder)
+    assert not not_answered(forgot_return) and not not_answered(prints_and_doubles)
+    assert not not_answered(print) and not not_answered(0)
+
+
+@pytest.mark.parametrize("fn, start", [
+    (None, "Not answered yet: write the body of f "),
+    (placeholder, "Not answered yet: write the body of f "),
+    (not_implemented, "Not answered yet: write the body of f "),
+    (forgot_return, "f(x) returned None: end it with `return`"),
+    (mutates, "f changed its argument number 1 in place"),
+    (raises, "f(x) raised ValueError: boom second line"),
+    (3, "Pass your function itself (f, without parentheses), not a int"),
+])
+def test_call_names_what_went_wrong_in_one_line(fn, start):
+    with pytest.raises(Hint) as hint:
+        call(fn, "f(x)", torch.ones(3))
+    assert str(hint.value).startswith(start), str(hint.value)
+
+
+def test_call_silences_the_learners_prints_and_keeps_inputs(capsys):
+    x = torch.ones(3)
+    assert torch.equal(call(prints_and_doubles, "f(x)", x), 2 * x)
+    assert capsys.readouterr().out == "" and torch.equal(x, torch.ones(3))
+
+
+@checker
+def question(answer):
+    return choice(answer, "answer", "memory", "Keys and values come from the encoder's output.",
+                  {"decoder": "Only the queries come from the decoder (section 2)."})
+
+
+@checker
+def which(answer):
+    return choices(answer, "answer", ["a", "b", "c"], {"a", "c"}, "a and c changed.",
+                   {"a": "a changed (section 1).", "b": "b did not change (section 2).",
+                    "c": "c changed (section 3)."})
+
+
+@pytest.mark.parametrize("answer, printed", [
+    ("memory", "Check passed. Keys and values come from the encoder's output."),
+    (" Memory ", "Check passed. Keys and values come from the encoder's output."),
+    ("decoder", "Only the queries come from the decoder (section 2)."),
+    (None, "Not answered yet: set answer to one of 'memory', 'decoder'."),
+    ("encoder", "answer should be one of 'memory', 'decoder', got 'encoder'."),
+    (3, "answer should be one of the strings 'memory', 'decoder', got int."),
+])
+def test_choice_question(answer, printed, capsys):
+    question(answer)
+    assert capsys.readouterr().out == printed + "\n"
+
+
+@pytest.mark.parametrize("answer, printed", [
+    ({"a", "c"}, "Check passed. a and c changed."),
+    (["c", "A"], "Check passed. a and c changed."),
+    ("a, c", "Check passed. a and c changed."),
+    ({"a"}, "c changed (section 3)."),
+    ({"a", "b", "c"}, "b did not change (section 2)."),
+    (None, "Not answered yet: set answer to a set of options among 'a', 'b', 'c', e.g. {'a'}."),
+    ({"d"}, "each item of answer should be one of 'a', 'b', 'c', got 'd'."),
+])
+def test_choices_question(answer, printed, capsys):
+    which(answer)
+    assert capsys.readouterr().out == printed + "\n"

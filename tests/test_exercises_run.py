@@ -21,6 +21,5 @@ def test_untouched_exercise_runs_and_checks_give_hints(path, tmp_path):
         printed = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
         lines = printed.strip().splitlines()
         assert len(lines) == 1, f"a check prints one line, got {lines!r}"
-        assert lines[0] != "Check passed.", f"a placeholder passed: {cell.source}"
-        assert "Could not check" not in lines[0], f"the checker hit an error: {lines[0]}"
+        assert lines[0].startswith("Not answered yet: "), f"an untouched placeholder: {lines[0]!r}"
 

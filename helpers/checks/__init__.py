@@ -2,12 +2,25 @@
 
 A checker is a function decorated with :func:`checker` that returns ``None`` when
 the answer is right and a hint (one line naming the likely mistake) otherwise.
+It may also return :class:`Passed` ("Check passed." followed by one sentence of why),
+which the questions of "Check your understanding" use.
 The decorator prints the result and turns any unexpected error into a hint, so a
 check cell survives whatever the learner typed: None, a list, a wrong shape, NaN.
 One module per notebook holds its checkers (``helpers.checks.positions``, ...).
+
+Conventions every checker follows (tested in ``tests/test_checks.py``):
+
+- an untouched placeholder (``None``, ``...``, or a function whose body is only
+  ``...`` / ``pass``) prints ``Not answered yet: ...``;
+- a learner's function is run by :func:`call`: on copies of its inputs, its own
+  prints silenced, and a one-line hint when it raises, returns nothing or changes
+  its inputs in place.
 """
 
+import contextlib
+import dis
 import functools
+import io
 import math
 import warnings
 
@@ -20,22 +33,105 @@ class Hint(Exception):
     """Raised inside a checker to stop at the first mistake with this hint."""
 
 
+class Passed(str):
+    """A checker's return value for a right answer that comes with one sentence of why."""
+
+
 def checker(fn):
     """Print PASSED when fn returns None, else the hint it returns; never raise."""
 
     @functools.wraps(fn)
     def run(*args, **kwargs):
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
                 warnings.simplefilter("ignore")
                 hint = fn(*args, **kwargs)
         except Hint as h:
             hint = str(h)
         except Exception as e:  # a checker must never raise, whatever it is given
             hint = f"Could not check this answer ({type(e).__name__}: {e})."
-        print(PASSED if hint is None else " ".join(str(hint).split()))
+        if hint is None:
+            print(PASSED)
+        elif isinstance(hint, Passed):
+            print(" ".join(f"{PASSED} {hint}".split()))
+        else:
+            print(" ".join(str(hint).split()))
 
     return run
+
+
+def not_answered(x):
+    """True for an untouched placeholder: None, ..., or a function whose body does nothing."""
+    if x is None or x is Ellipsis:
+        return True
+    code = getattr(x, "__code__", None)
+    if code is None:
+        return False
+    ops = [(i.opname, i.argval) for i in dis.get_instructions(code)
+           if i.opname not in ("RESUME", "NOP", "CACHE")]
+    return ops in ([("LOAD_CONST", None), ("RETURN_VALUE", None)], [("RETURN_CONST", None)])
+
+
+def _copy(a):
+    """A deep copy of tensors (also inside lists, tuples and dicts); anything else as it is."""
+    if isinstance(a, torch.Tensor):
+        return a.detach().clone()
+    if isinstance(a, (list, tuple)):
+        return type(a)(_copy(v) for v in a)
+    if isinstance(a, dict):
+        return {k: _copy(v) for k, v in a.items()}
+    return a
+
+
+def _same(a, b):
+    if isinstance(a, torch.Tensor):
+        return (isinstance(b, torch.Tensor) and a.shape == b.shape and a.dtype == b.dtype
+                and bool(((a == b) | (a.isnan() & b.isnan()) if a.is_floating_point() else (a == b)).all()))
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return True
+
+
+def call(fn, name, *args, no_grad=True, **kwargs):
+    """fn(*args, **kwargs) as a check runs a learner's function, or raise Hint.
+
+    name is how the learner wrote it, e.g. ``"my_layer_norm(x, gamma, beta, eps)"``.
+    The function gets copies of the tensors, its prints are silenced, and the hint
+    names an untouched placeholder, a function that raises (with its error's first
+    line), one that returns None (a forgotten ``return``) and one that changes a
+    tensor argument in place.
+    """
+    short = name.split("(")[0]
+    if not_answered(fn):
+        raise Hint(f"Not answered yet: write the body of {short} and run its cell.")
+    if not callable(fn) or isinstance(fn, (bool, str, torch.Tensor, type)):
+        raise Hint(f"Pass your function itself ({short}, without parentheses), "
+                   f"not a {type(fn).__name__}.")
+    given = [_copy(a) for a in args]
+    kept = [_copy(a) for a in args]
+    given_kw = {k: _copy(v) for k, v in kwargs.items()}
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+                (torch.no_grad() if no_grad else contextlib.nullcontext()):
+            out = fn(*given, **given_kw)
+    except NotImplementedError:
+        raise Hint(f"Not answered yet: write the body of {short} and run its cell.") from None
+    except Exception as e:  # the learner's code may fail in any way: say how, in one line
+        message = " ".join(str(e).split())[:200]
+        if "must match the size" in message or "shapes cannot be multiplied" in message:
+            message += (" (check each tensor's shape: keepdim=True keeps a reduced axis, and a "
+                        "linear layer's weight is stored as (out, in))")
+        raise Hint(f"{name} raised {type(e).__name__}: {message}") from None
+    if out is None:
+        raise Hint(f"{name} returned None: end it with `return` and the result.")
+    for new, old, pos in zip(given, kept, range(len(args)), strict=True):
+        if not _same(new, old):
+            raise Hint(f"{short} changed its argument number {pos + 1} in place (e.g. x -= ..., "
+                       "x[...] = ..., or a method ending in _): build new tensors instead, the caller's "
+                       "inputs must stay as they were.")
+    return out
 
 
 def number(x, name):
@@ -61,6 +157,9 @@ def tensor(x, name, shape=None):
     """x as a float tensor (of the given shape), or raise Hint saying what is wrong."""
     if x is None or x is Ellipsis:
         raise Hint(f"Not answered yet: {name} is still the placeholder.")
+    if isinstance(x, (tuple, list)) and x and isinstance(x[0], torch.Tensor):
+        raise Hint(f"{name} should be one tensor, got a {type(x).__name__} of {len(x)} items "
+                   "(nn.MultiheadAttention returns (output, weights): take [0]).")
     if not isinstance(x, torch.Tensor):
         raise Hint(f"{name} should be a torch tensor, got {type(x).__name__}.")
     if x.is_complex() or x.dtype == torch.bool:
@@ -79,7 +178,7 @@ def shape(x, name):
         raise Hint(f"Not answered yet: write the shape of {name} as a tuple, e.g. (1, 5, 64).")
     if isinstance(x, torch.Tensor):
         raise Hint(f"Give the shape of {name} as a tuple such as (1, 5, 64), not a tensor.")
-    if isinstance(x, int):
+    if isinstance(x, int) and not isinstance(x, bool):
         x = (x,)
     if not isinstance(x, (tuple, list, torch.Size)) or not all(
         isinstance(n, int) and not isinstance(n, bool) for n in x
@@ -92,3 +191,50 @@ def close(a, b, tol=1e-3):
     """True when a and b (numbers or tensors) agree within tol."""
     return bool(abs(torch.as_tensor(a, dtype=torch.float64)
                     - torch.as_tensor(b, dtype=torch.float64)).max() <= tol)
+
+
+# --- "Check your understanding": questions with a choice, a number or a shape ------------------
+
+def _option(x, name, options):
+    """x as one of options (case and spaces ignored), or raise Hint listing them."""
+    listed = ", ".join(repr(o) for o in options)
+    if x is None or x is Ellipsis:
+        raise Hint(f"Not answered yet: set {name} to one of {listed}.")
+    if not isinstance(x, str):
+        raise Hint(f"{name} should be one of the strings {listed}, got {type(x).__name__}.")
+    key = " ".join(x.strip().strip("'\"").lower().split())
+    for option in options:
+        if key == option.lower():
+            return option
+    raise Hint(f"{name} should be one of {listed}, got {x!r}.")
+
+
+def choice(x, name, right, why, wrong):
+    """A one-choice question: Passed(why) for right, wrong[x] (the misconception) otherwise.
+
+    wrong maps every other option to the hint it prints (which says where the notebook
+    shows the answer). Raises Hint for a placeholder or an answer that is not an option.
+    """
+    picked = _option(x, name, [right, *wrong])
+    return Passed(why) if picked == right else wrong[picked]
+
+
+def choices(x, name, options, right, why, hints):
+    """A 'which of these' question: x is a set (or list, or comma-separated string) of options.
+
+    right is the set of right options. hints maps an option to the hint shown when it is
+    wrongly picked, or wrongly left out. Passed(why) when x equals right.
+    """
+    listed = ", ".join(repr(o) for o in options)
+    if x is None or x is Ellipsis:
+        raise Hint(f"Not answered yet: set {name} to a set of options among {listed}, "
+                   f"e.g. {{{options[0]!r}}}.")
+    if isinstance(x, str):
+        x = [part for part in x.replace(";", ",").split(",") if part.strip()]
+    if not isinstance(x, (set, frozenset, list, tuple)):
+        raise Hint(f"{name} should be a set of options such as {{{options[0]!r}}}, got {type(x).__name__}.")
+    picked = {_option(item, f"each item of {name}", options) for item in x}
+    for option in options:
+        if (option in picked) != (option in right):
+            return hints[option]
+    return Passed(why)
