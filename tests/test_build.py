@@ -108,3 +108,30 @@ def test_stored_outputs_hold_no_overwritten_progress_states(path):
         for output in cell.get("outputs", []):
             if output.output_type == "stream":
                 assert "\r" not in output.text.rstrip("\r"), cell.source[:80]
+
+
+LEARNER_MUST_NOT_READ = re.compile(
+    r"seed lesson|source lesson|seed page|\bthe seeds?\b(?! \d)|\bnbval\b|\bpapermill\b|step-7", re.I)
+
+
+def learner_visible(cell):
+    """The text of a cell a learner reads: markdown, and the comments and strings of code."""
+    if cell.cell_type == "markdown":
+        return cell.source
+    return "\n".join(line for line in cell.source.splitlines() if "#" in line or '"' in line or "'" in line)
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
+def test_learner_text_names_no_source_material_and_no_test_machinery(path):
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        found = LEARNER_MUST_NOT_READ.search(learner_visible(cell))
+        assert not found, f"{found.group(0)!r} in: {cell.source[:120]}"
+        if "nbval-ignore-output" in notebooks.tags(cell):
+            assert cell.metadata.get("ignore_output_reason"), "say why in metadata['ignore_output_reason']"
+
+
+def test_hints_name_no_source_material():
+    for path in sorted((notebooks.ROOT / "helpers" / "checks").glob("*.py")):
+        found = LEARNER_MUST_NOT_READ.search(path.read_text())
+        assert not found, f"{path.name}: {found.group(0)!r}"
