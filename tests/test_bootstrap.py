@@ -14,23 +14,15 @@ import papermill
 import pytest
 
 from helpers import notebooks
+from platforms import local_course_repo
 
-GIT = ["git", "-c", "user.name=test", "-c", "user.email=test@example.invalid",
-       "-c", "init.defaultBranch=main", "-c", "advice.detachedHead=false"]
 
 
 @pytest.fixture(scope="module")
 def local_remote(tmp_path_factory):
     """A git repository holding this working tree's helpers/, on the branch REPO_REF."""
-    repo = tmp_path_factory.mktemp("remote")
-    shutil.copytree(notebooks.ROOT / "helpers", repo / "helpers",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    subprocess.run([*GIT, "init", "-q", str(repo)], check=True)
-    subprocess.run([*GIT, "-C", str(repo), "add", "."], check=True)
-    subprocess.run([*GIT, "-C", str(repo), "commit", "-qm", "course"], check=True)
     from helpers import course
-    subprocess.run([*GIT, "-C", str(repo), "checkout", "-q", "-B", course.REPO_REF], check=True)
-    return repo.as_uri()
+    return local_course_repo(tmp_path_factory.mktemp("remote") / "course", course.REPO_REF)
 
 
 def run_bootstrap(cwd, url):
