@@ -1,8 +1,16 @@
+import pytest
 import torch
 from torch import nn
 
 from helpers.checks import PASSED
-from helpers.checks.norms import check_layer_norm, check_predictions, check_rms_norm
+from helpers.checks.norms import (
+    check_batch_of_one_question,
+    check_layer_norm,
+    check_predictions,
+    check_rms_norm,
+    check_shortcut_factor,
+    check_what_moves_layer_norm,
+)
 from helpers.norms import layer_norm, rms_norm
 
 
@@ -48,54 +56,171 @@ def test_rms_norm_by_hand():
 
 def printed(capsys, check, *args):
     check(*args)
-    return capsys.readouterr().out.strip()
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1, out
+    return out.strip()
 
 
-def test_check_layer_norm_passes_the_right_function_and_names_mistakes(capsys):
-    def unbiased(x, g, b, eps):
-        return g * (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) + b
+# Each wrong function below is written here on its own, the way a learner would write it, not
+# taken from the checker: the test fails if the checker's idea of a mistake drifts from it.
 
-    def no_gamma(x, g, b, eps):
-        return layer_norm(x, torch.ones_like(g), b, eps)
+def ln_right_by_hand(x, g, b, eps):
+    mu = x.mean(-1, keepdim=True)
+    return g * (x - mu) / torch.sqrt(((x - mu) ** 2).mean(-1, keepdim=True) + eps) + b
 
-    def no_beta(x, g, b, eps):
-        return layer_norm(x, g, torch.zeros_like(b), eps)
 
-    def no_eps(x, g, b, eps):
-        return layer_norm(x, g, b, 0.0)
+def ln_right_with_torch(x, g, b, eps):
+    return torch.nn.functional.layer_norm(x, x.shape[-1:], g, b, eps)
 
-    def first_axis(x, g, b, eps):
-        mu, var = x.mean(0, keepdim=True), x.var(0, unbiased=False, keepdim=True)
-        return g * (x - mu) / torch.sqrt(var + eps) + b
 
-    def no_keepdim(x, g, b, eps):
-        return g * (x - x.mean(-1)) + b
+def ln_right_with_var(x, g, b, eps):
+    return (x - x.mean(-1, keepdim=True)) / (x.var(-1, unbiased=False, keepdim=True) + eps).sqrt() * g + b
 
-    assert printed(capsys, check_layer_norm, layer_norm) == PASSED
+
+LAYER_NORM_MISTAKES = {
+    "d − 1": lambda x, g, b, eps: g * (x - x.mean(-1, keepdim=True)) / torch.sqrt(
+        x.var(-1, keepdim=True) + eps) + b,
+    "forgot both γ and β": lambda x, g, b, eps: (x - x.mean(-1, keepdim=True)) / torch.sqrt(
+        x.var(-1, unbiased=False, keepdim=True) + eps),
+    "forgot γ": lambda x, g, b, eps: ln_right_by_hand(x, torch.ones_like(g), b, eps),
+    "forgot β": lambda x, g, b, eps: ln_right_by_hand(x, g, torch.zeros_like(b), eps),
+    "swapped": lambda x, g, b, eps: ln_right_by_hand(x, b, g, eps),
+    "did not subtract the mean": lambda x, g, b, eps: g * x / torch.sqrt(
+        x.var(-1, unbiased=False, keepdim=True) + eps) + b,
+    "divided by the variance": lambda x, g, b, eps: g * (x - x.mean(-1, keepdim=True)) / (
+        x.var(-1, unbiased=False, keepdim=True) + eps) + b,
+    "multiplied by the standard deviation": lambda x, g, b, eps: g * (x - x.mean(-1, keepdim=True))
+    * torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + eps) + b,
+    "wrong axis": lambda x, g, b, eps: g * (x - x.mean(0, keepdim=True)) / torch.sqrt(
+        x.var(0, unbiased=False, keepdim=True) + eps) + b,
+    "wrong axis ": lambda x, g, b, eps: g * (x - x.mean((1, 2), keepdim=True)) / torch.sqrt(
+        x.var((1, 2), unbiased=False, keepdim=True) + eps) + b,          # one mean per sequence
+    "ε changes nothing": lambda x, g, b, eps: ln_right_by_hand(x, g, b, 0.0),
+    "ε changes nothing ": lambda x, g, b, eps: ln_right_by_hand(x, g, b, 1e-5),     # a fixed eps
+    "not σ + ε": lambda x, g, b, eps: g * (x - x.mean(-1, keepdim=True)) / (
+        x.std(-1, unbiased=False, keepdim=True) + eps) + b,
+    "keepdim": lambda x, g, b, eps: g * (x - x.mean(-1)) + b,
+    "changed its argument number 1 in place": lambda x, g, b, eps: x.sub_(x.mean(-1, keepdim=True)).div_(
+        x.pow(2).mean(-1, keepdim=True).add(eps).sqrt()).mul(g).add(b),
+    "not a fixed axis number": lambda x, g, b, eps: g * (x - x.mean(2, keepdim=True)) / torch.sqrt(
+        x.var(2, unbiased=False, keepdim=True) + eps) + b,
+}
+
+
+@pytest.mark.parametrize("fn", [layer_norm, ln_right_by_hand, ln_right_with_torch, ln_right_with_var])
+def test_check_layer_norm_passes_right_functions(fn, capsys):
+    assert printed(capsys, check_layer_norm, fn) == PASSED
+
+
+@pytest.mark.parametrize("words", list(LAYER_NORM_MISTAKES))
+def test_check_layer_norm_names_each_mistake(words, capsys):
+    line = printed(capsys, check_layer_norm, LAYER_NORM_MISTAKES[words])
+    assert line != PASSED and words.strip() in line, line
+
+
+def rms_right_by_hand(x, g, eps):
+    return g * x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps)
+
+
+def rms_right_with_rsqrt(x, g, eps):
+    return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * g
+
+
+def rms_forgot_return(x, g, eps):
+    y = g * x / torch.sqrt((x ** 2).mean(-1, keepdim=True) + eps)  # noqa: F841
+
+
+RMS_NORM_MISTAKES = {
+    "forgot γ": lambda x, g, eps: rms_right_by_hand(x, torch.ones_like(g), eps),
+    "that is LayerNorm": lambda x, g, eps: layer_norm(x, g, torch.zeros_like(g), eps),
+    "mean, not sum": lambda x, g, eps: g * x / torch.sqrt((x ** 2).sum(-1, keepdim=True) + eps),
+    "forgot the square root": lambda x, g, eps: g * x / ((x ** 2).mean(-1, keepdim=True) + eps),
+    "squared the mean": lambda x, g, eps: g * x / torch.sqrt(x.mean(-1, keepdim=True) ** 2 + eps),
+    "standard deviation": lambda x, g, eps: g * x / torch.sqrt(
+        x.var(-1, unbiased=False, keepdim=True) + eps),
+    "multiplied by the root mean square": lambda x, g, eps: g * x * torch.sqrt(
+        (x ** 2).mean(-1, keepdim=True) + eps),
+    "wrong axis": lambda x, g, eps: g * x / torch.sqrt((x ** 2).mean(0, keepdim=True) + eps),
+    "ε changes nothing": lambda x, g, eps: rms_right_by_hand(x, g, 0.0),
+    "not √mean(x²) + ε": lambda x, g, eps: g * x / ((x ** 2).mean(-1, keepdim=True).sqrt() + eps),
+    "returned None": rms_forgot_return,
+}
+
+
+@pytest.mark.parametrize("fn", [rms_norm, rms_right_by_hand, rms_right_with_rsqrt,
+                                lambda x, g, eps: torch.nn.functional.rms_norm(x, x.shape[-1:], g, eps)])
+def test_check_rms_norm_passes_right_functions(fn, capsys):
+    assert printed(capsys, check_rms_norm, fn) == PASSED
+
+
+@pytest.mark.parametrize("words", list(RMS_NORM_MISTAKES))
+def test_check_rms_norm_names_each_mistake(words, capsys):
+    line = printed(capsys, check_rms_norm, RMS_NORM_MISTAKES[words])
+    assert line != PASSED and words in line, line
+
+
+def ln_placeholder(x, gamma, beta, eps=1e-5):
+    """Return LayerNorm of x over its last dimension, the same shape as x."""
+    # your code here: mean and variance over the last dimension
+    ...
+
+
+def ln_prints(x, g, b, eps):
+    print("debugging", x.shape)
+    return layer_norm(x, g, b, eps)
+
+
+def ln_raises(x, g, b, eps):
+    raise ValueError("not finished")
+
+
+@pytest.mark.parametrize("check", [check_layer_norm, check_rms_norm])
+def test_untouched_placeholders_say_not_answered(check, capsys):
+    assert printed(capsys, check, ln_placeholder).startswith("Not answered yet: ")
+    assert printed(capsys, check, None).startswith("Not answered yet: ")
+
+
+def test_broken_functions_get_one_line(capsys):
+    assert printed(capsys, check_layer_norm, ln_prints) == PASSED
+    assert printed(capsys, check_layer_norm, ln_raises) == (
+        "my_layer_norm(x, gamma, beta, eps) raised ValueError: not finished")
     assert printed(capsys, check_layer_norm, torch.nn.functional.layer_norm) != PASSED
-    assert "d − 1" in printed(capsys, check_layer_norm, unbiased)
-    assert "forgot γ" in printed(capsys, check_layer_norm, no_gamma)
-    assert "forgot β" in printed(capsys, check_layer_norm, no_beta)
-    assert "ε changes nothing" in printed(capsys, check_layer_norm, no_eps)
-    assert "wrong axis" in printed(capsys, check_layer_norm, first_axis)
-    assert "keepdim" in printed(capsys, check_layer_norm, no_keepdim)
-
-
-def test_check_rms_norm_passes_the_right_function_and_names_mistakes(capsys):
-    def like_layer_norm(x, g, eps):
-        return layer_norm(x, g, torch.zeros_like(g), eps)
-
-    def summed(x, g, eps):
-        return g * x / torch.sqrt((x ** 2).sum(-1, keepdim=True) + eps)
-
-    assert printed(capsys, check_rms_norm, rms_norm) == PASSED
-    assert "LayerNorm" in printed(capsys, check_rms_norm, like_layer_norm)
-    assert "mean, not sum" in printed(capsys, check_rms_norm, summed)
-    assert "forgot γ" in printed(capsys, check_rms_norm, lambda x, g, eps: rms_norm(x, 1.0, eps))
 
 
 def test_check_predictions(capsys):
     assert printed(capsys, check_predictions, -1.069, 0.0) == PASSED
+    assert printed(capsys, check_predictions, -1.07, 0) == PASSED
     assert "scales x − μ and σ" in printed(capsys, check_predictions, -10.69, 0.0)
     assert "ε keeps" in printed(capsys, check_predictions, -1.069, float("nan"))
     assert "subtracted first" in printed(capsys, check_predictions, -1.069, 7)
+
+
+# --- Check your understanding -----------------------------------------------------------------
+
+def test_batch_of_one_question(capsys):
+    assert printed(capsys, check_batch_of_one_question, "a").startswith(PASSED + " Each feature's column")
+    for wrong, words in (("b", "not the token's own 8 numbers"), ("c", "No NaN"), ("d", "subtracted first")):
+        line = printed(capsys, check_batch_of_one_question, wrong)
+        assert not line.startswith(PASSED) and words in line and "section" in line, line
+    assert printed(capsys, check_batch_of_one_question, None).startswith("Not answered yet")
+
+
+def test_what_moves_layer_norm_question(capsys):
+    for right in ({"d"}, ["D"], "d"):
+        assert printed(capsys, check_what_moves_layer_norm, right).startswith(PASSED)
+    for wrong, words in (({"a", "d"}, "0.000 in every batch"), ({"b", "d"}, "Padding tokens"),
+                         ({"c", "d"}, "moves μ by as much"), ({"a"}, "0.000 in every batch"),
+                         (set(), "when training moves them")):
+        line = printed(capsys, check_what_moves_layer_norm, wrong)
+        assert not line.startswith(PASSED) and words in line and "section" in line, line
+    assert printed(capsys, check_what_moves_layer_norm, None).startswith("Not answered yet")
+
+
+def test_shortcut_factor_question(capsys):
+    for right in (5.0625, 5.06, 1.5 ** 4):
+        assert printed(capsys, check_shortcut_factor, right).startswith(PASSED)
+    for wrong, words in ((0.0625, "without shortcuts"), (3, "does not add"), (6, "adds the four layers"),
+                         (1.5, "four factors"), (16, "not 2"), (7, "Not quite")):
+        line = printed(capsys, check_shortcut_factor, wrong)
+        assert not line.startswith(PASSED) and words in line and "section 6" in line, line
+    assert printed(capsys, check_shortcut_factor, None).startswith("Not answered yet")

@@ -1,47 +1,29 @@
 """Checkers for notebook 02 (layer norm)."""
 
-import contextlib
-import io
 import math
 
 import torch
 
-from helpers.checks import Hint, checker, close, number, tensor
+from helpers.checks import Hint, Passed, call, checker, choice, choices, close, number, tensor
 from helpers.norms import layer_norm, rms_norm
 
 
-def _inputs(seed):
-    """A (2, 3, 6) batch with a mean far from 0 and a spread far from 1, plus γ and β."""
+def _inputs(seed, size=(2, 3, 6)):
+    """A batch with a mean far from 0 and a spread far from 1, plus γ and β (seeded)."""
     g = torch.Generator().manual_seed(seed)
-    x = torch.randn(2, 3, 6, generator=g) * 3 + 1.5
-    gamma = torch.rand(6, generator=g) + 0.5
-    beta = torch.randn(6, generator=g)
+    x = torch.randn(*size, generator=g) * 3 + 1.5
+    gamma = torch.rand(size[-1], generator=g) + 0.5
+    beta = torch.randn(size[-1], generator=g)
     return x, gamma, beta
 
 
-def _call(fn, name, *args):
-    """fn(*args) on copies, its printing silenced; a Hint when it fails or returns nothing."""
-    if fn is None or fn is Ellipsis:
-        raise Hint(f"Not answered yet: write the body of {name}.")
-    if not callable(fn):
-        raise Hint(f"Pass your function itself ({name}), not a {type(fn).__name__}.")
-    args = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            out = fn(*args)
-    except Exception as e:
-        message = f"Your function raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-        if "must match the size" in str(e):
-            message += " (did you forget keepdim=True in mean?)"
-        raise Hint(message) from None
-    if out is None:
-        raise Hint(f"{name} returned None: end it with return and the normalised tensor.")
-    return out
+# Random batches the checks try, each (seed, shape): two seeds, batch > 1, two sizes of d.
+CASES = ((0, (2, 3, 6)), (1, (3, 4, 8)))
 
 
 def _stats(x, dim=-1, correction=0):
-    """Mean and variance over dim (None: over everything), dividing by n - correction."""
-    dims = tuple(range(x.dim())) if dim is None else (dim,)
+    """Mean and variance over dim (an int, a tuple, or None: everything), dividing by n - correction."""
+    dims = tuple(range(x.dim())) if dim is None else (dim,) if isinstance(dim, int) else dim
     n = math.prod(x.shape[d] for d in dims)
     mu = x.mean(dim=dims, keepdim=True)
     return mu, ((x - mu) ** 2).sum(dim=dims, keepdim=True) / (n - correction)
@@ -52,8 +34,8 @@ def _layer_norm_mistakes(x, g, b, eps):
     mu, var = _stats(x)
     _, var_unbiased = _stats(x, correction=1)
     norm = (x - mu) / torch.sqrt(var + eps)
-    yield ("You divided by d − 1 (unbiased variance, the default of torch.var): LayerNorm uses "
-           "the biased variance, divided by d (var(unbiased=False) or ((x - mu)**2).mean).",
+    yield ("You divided by d − 1 (unbiased variance, the default of torch.var and torch.std): LayerNorm "
+           "uses the biased variance, divided by d (var(unbiased=False) or ((x - mu)**2).mean).",
            g * (x - mu) / torch.sqrt(var_unbiased + eps) + b)
     yield "You forgot both γ and β: return gamma * x_hat + beta.", norm
     yield "You forgot γ: multiply the normalised x by gamma before adding beta.", norm + b
@@ -63,45 +45,88 @@ def _layer_norm_mistakes(x, g, b, eps):
            g * x / torch.sqrt(var + eps) + b)
     yield ("You divided by the variance: divide by the standard deviation √(σ² + ε).",
            g * (x - mu) / (var + eps) + b)
-    for dim in (0, 1, None):
+    yield ("You multiplied by the standard deviation: divide x − μ by √(σ² + ε).",
+           g * (x - mu) * torch.sqrt(var + eps) + b)
+    for dim in (0, 1, (1, 2), None):
         m, v = _stats(x, dim=dim)
         yield ("You normalised over the wrong axis: use the last dimension (dim=-1), the d "
                "numbers of one token.", g * (x - m) / torch.sqrt(v + eps) + b)
 
 
-@checker
-def check_layer_norm(fn):
-    """The learner's layer_norm(x, gamma, beta, eps) against helpers.norms.layer_norm."""
-    name = "my_layer_norm(x, gamma, beta, eps)"
-    x, g, b = _inputs(0)
-    got = tensor(_call(fn, name, x, g, b, 1e-5), "your output", shape=x.shape)
-    x, g, b = x.double(), g.double(), b.double()
-    if not close(got, layer_norm(x, g, b, 1e-5), 1e-4):
-        for hint, wrong in _layer_norm_mistakes(x, g, b, 1e-5):
-            if close(got, wrong, 1e-4):
-                return hint
-        return ("Not LayerNorm yet: over the last dim, subtract the mean μ, divide by √(σ² + ε) "
-                "with σ² divided by d, then multiply by gamma and add beta.")
-    got = tensor(_call(fn, name, x.float(), g.float(), b.float(), 0.5), "your output with eps=0.5",
+def _layer_norm_eps_mistakes(x, g, b, eps):
+    """Mistakes that only show when eps is large: (hint, what that function returns)."""
+    mu, var = _stats(x)
+    yield ("ε changes nothing in your function: divide by √(σ² + eps) with the eps argument you are "
+           "given, not a fixed number (without ε a constant vector gives 0/0).", layer_norm(x, g, b, 0.0))
+    yield "Put ε under the square root: √(σ² + ε), not σ + ε.", g * (x - mu) / (torch.sqrt(var) + eps) + b
+    yield ("Put ε inside the square root, added to σ²: you added it to x − μ.",
+           g * (x - mu + eps) / torch.sqrt(var) + b)
+
+
+def _near(got, wrong):
+    """got equals what a mistake returns, to 1e-4 relative to its size (mistakes can blow up)."""
+    wrong = wrong.to(torch.float64)
+    if got.shape != wrong.shape or not torch.isfinite(wrong).all():
+        return False
+    return close(got, wrong, 1e-4 * max(1.0, wrong.abs().max().item()))
+
+
+def _check_function(fn, name, args_for, right_for, mistakes, eps_mistakes, single_right, generic):
+    """The checking steps LayerNorm and RMSNorm share: random batches, a large eps, one vector."""
+    for k, (seed, size) in enumerate(CASES):
+        x, g, b = _inputs(seed, size)
+        args = args_for(x, g, b, 1e-5)
+        got = tensor(call(fn, name, *args), f"{name.split('(')[0]}(x, ...) for x of shape {size}",
+                     shape=size)
+        x, g, b = x.double(), g.double(), b.double()
+        if not close(got, right_for(x, g, b, 1e-5), 1e-4):
+            for hint, wrong in mistakes(x, g, b, 1e-5):
+                if _near(got, wrong):
+                    return hint
+            if k > 0:
+                return (f"Right on a {CASES[0][1]} batch but not on a {size} one: work over dim=-1 "
+                        "whatever the shape, with no fixed sizes.")
+            return generic
+    x, g, b = _inputs(2, (2, 5, 6))
+    got = tensor(call(fn, name, *args_for(x, g, b, 0.5)), f"{name.split('(')[0]}(x, ..., eps=0.5)",
                  shape=x.shape)
-    if not close(got, layer_norm(x, g, b, 0.5), 1e-4):
-        mu, var = _stats(x)
-        if close(got, layer_norm(x, g, b, 0.0), 1e-4):
-            return ("ε changes nothing in your function: divide by √(σ² + eps) with the eps you are "
-                    "given (without it a constant vector gives 0/0).")
-        if close(got, g * (x - mu) / (torch.sqrt(var) + 0.5) + b, 1e-4):
-            return "Put ε under the square root: √(σ² + ε), not σ + ε."
-        return "Right with eps=1e-5 but not with eps=0.5: use the eps argument as √(σ² + eps)."
+    x, g, b = x.double(), g.double(), b.double()
+    if not close(got, right_for(x, g, b, 0.5), 1e-4):
+        for hint, wrong in eps_mistakes(x, g, b, 0.5):
+            if _near(got, wrong):
+                return hint
+        return "Right with eps=1e-5 but not with eps=0.5: use the eps argument, under the square root."
     one = torch.tensor([1.0, 2.0, 3.0, 6.0])
-    got = tensor(_call(fn, name, one, torch.ones(4), torch.zeros(4), 1e-5), "your output for (1, 2, 3, 6)",
-                 shape=(4,))
-    if not close(got, layer_norm(one, torch.ones(4), torch.zeros(4)), 1e-4):
-        return ("Right on a batch but not on the single vector (1, 2, 3, 6): use dim=-1 (the last "
-                "dimension), not a fixed axis number.")
+    fixed_axis = ("Right on a batch but not on the single vector (1, 2, 3, 6): use dim=-1 (the last "
+                  "dimension, whatever the shape), not a fixed axis number such as 2.")
+    try:
+        got = call(fn, name, *args_for(one, torch.ones(4), torch.zeros(4), 1e-5))
+    except Hint as hint:
+        if "Dimension out of range" in str(hint):
+            raise Hint(fixed_axis) from None
+        raise
+    got = tensor(got, f"{name.split('(')[0]} of the single vector (1, 2, 3, 6)", shape=(4,))
+    if not close(got, single_right, 1e-4):
+        return fixed_axis
     return None
 
 
-def _rms_norm_mistakes(x, g, eps):
+@checker
+def check_layer_norm(fn):
+    """The learner's layer_norm(x, gamma, beta, eps) against helpers.norms.layer_norm.
+
+    Two random batches (two seeds, shapes (2, 3, 6) and (3, 4, 8)) with random γ and β, then
+    eps = 0.5, then the single vector (1, 2, 3, 6).
+    """
+    return _check_function(
+        fn, "my_layer_norm(x, gamma, beta, eps)", lambda x, g, b, eps: (x, g, b, eps), layer_norm,
+        _layer_norm_mistakes, _layer_norm_eps_mistakes,
+        layer_norm(torch.tensor([1.0, 2.0, 3.0, 6.0]), torch.ones(4), torch.zeros(4)),
+        "Not LayerNorm yet: over the last dim, subtract the mean μ, divide by √(σ² + ε) with σ² "
+        "divided by d, then multiply by gamma and add beta.")
+
+
+def _rms_norm_mistakes(x, g, _, eps):
     ms = (x ** 2).mean(dim=-1, keepdim=True)
     mu, var = _stats(x)
     yield "You forgot γ: multiply by gamma.", x / torch.sqrt(ms + eps)
@@ -110,34 +135,34 @@ def _rms_norm_mistakes(x, g, eps):
     yield ("You summed the squares: the root *mean* square divides the sum by d (mean, not sum).",
            g * x / torch.sqrt((x ** 2).sum(dim=-1, keepdim=True) + eps))
     yield "You forgot the square root: divide by √(mean(x²) + ε).", g * x / (ms + eps)
-    for dim in (0, 1, None):
+    square_of_mean = x.mean(dim=-1, keepdim=True) ** 2
+    yield ("You squared the mean instead of averaging the squares: the root mean square is "
+           "√(mean(x²)), not √(mean(x)²) = |mean(x)|.", g * x / torch.sqrt(square_of_mean + eps))
+    yield ("You divided by the standard deviation, which subtracts the mean inside: RMSNorm divides "
+           "by the root mean square √(mean(x²) + ε), no mean anywhere.", g * x / torch.sqrt(var + eps))
+    yield ("You multiplied by the root mean square: divide x by it.", g * x * torch.sqrt(ms + eps))
+    for dim in (0, 1, (1, 2), None):
         m = (x ** 2).mean() if dim is None else (x ** 2).mean(dim=dim, keepdim=True)
         yield ("You took the mean over the wrong axis: use the last dimension (dim=-1).",
                g * x / torch.sqrt(m + eps))
 
 
+def _rms_norm_eps_mistakes(x, g, _, eps):
+    ms = (x ** 2).mean(dim=-1, keepdim=True)
+    yield ("ε changes nothing in your function: divide by √(mean(x²) + eps) with the eps argument "
+           "you are given, not a fixed number.", rms_norm(x, g, 0.0))
+    yield ("Put ε under the square root: √(mean(x²) + ε), not √mean(x²) + ε.",
+           g * x / (torch.sqrt(ms) + eps))
+
+
 @checker
 def check_rms_norm(fn):
-    """The learner's rms_norm(x, gamma, eps) against helpers.norms.rms_norm."""
-    name = "my_rms_norm(x, gamma, eps)"
-    x, g, _ = _inputs(1)
-    got = tensor(_call(fn, name, x, g, 1e-5), "your output", shape=x.shape)
-    x, g = x.double(), g.double()
-    if not close(got, rms_norm(x, g, 1e-5), 1e-4):
-        for hint, wrong in _rms_norm_mistakes(x, g, 1e-5):
-            if close(got, wrong, 1e-4):
-                return hint
-        return "Not RMSNorm yet: over the last dim, divide x by √(mean(x²) + ε), then multiply by gamma."
-    got = tensor(_call(fn, name, x.float(), g.float(), 0.5), "your output with eps=0.5", shape=x.shape)
-    if not close(got, rms_norm(x, g, 0.5), 1e-4):
-        if close(got, rms_norm(x, g, 0.0), 1e-4):
-            return "ε changes nothing in your function: divide by √(mean(x²) + eps) with the eps given."
-        return "Right with eps=1e-5 but not with eps=0.5: put eps under the square root."
-    one = torch.tensor([1.0, 2.0, 3.0, 6.0])
-    got = tensor(_call(fn, name, one, torch.ones(4), 1e-5), "your output for (1, 2, 3, 6)", shape=(4,))
-    if not close(got, rms_norm(one, torch.ones(4)), 1e-4):
-        return "Right on a batch but not on a single vector: use dim=-1, not a fixed axis number."
-    return None
+    """The learner's rms_norm(x, gamma, eps) against helpers.norms.rms_norm (same inputs as LayerNorm)."""
+    return _check_function(
+        fn, "my_rms_norm(x, gamma, eps)", lambda x, g, b, eps: (x, g, eps),
+        lambda x, g, b, eps: rms_norm(x, g, eps), _rms_norm_mistakes, _rms_norm_eps_mistakes,
+        rms_norm(torch.tensor([1.0, 2.0, 3.0, 6.0]), torch.ones(4)),
+        "Not RMSNorm yet: over the last dim, divide x by √(mean(x²) + ε), then multiply by gamma.")
 
 
 def _nan_or_inf(x):
@@ -174,3 +199,61 @@ def check_predictions(scaled_first, constant_first):
     if not close(b, 0.0, 0.002):
         return "constant_first is off: every entry equals the mean, so x − μ = 0 and the output is β = 0."
     return None
+
+
+# --- Check your understanding ------------------------------------------------------------------
+
+@checker
+def check_batch_of_one_question(answer_1):
+    """Batch norm's formula on a batch that holds one token returns β (zeros) for every feature."""
+    return choice(
+        answer_1, "answer_1", "a",
+        "Each feature's column holds a single number, which is its own mean: x − μ = 0 everywhere, "
+        "and the token's content is erased whatever it was.",
+        {"b": "Batch norm normalises each feature over the batch (a column, section 5's figure), not "
+              "the token's own 8 numbers (a row): that is layer norm.",
+         "c": "No NaN: σ² = 0, but ε keeps the denominator √(0 + ε) away from 0 and the numerator is "
+              "0, as for the constant vector of Your turn 2 (after section 4).",
+         "d": "The mean is subtracted first, and a column of one number equals its mean: x − μ = 0 "
+              "(section 5 for the columns, Your turn 2 for what 0 / √ε gives)."})
+
+
+@checker
+def check_what_moves_layer_norm(answer_2):
+    """Of the four changes, only γ and β (moved by training) change layer norm's output for c."""
+    return choices(
+        answer_2, "answer_2", ["a", "b", "c", "d"], {"d"},
+        "Layer norm sees only the token's own numbers, minus their mean and over their spread; after "
+        "that only γ and β act, and training moves them.",
+        {"a": "Layer norm uses only the token's own 8 numbers: section 5's table shows a change of "
+              "0.000 in every batch. It is batch norm that moves with the other sentences.",
+         "b": "Padding tokens are other rows of the batch; a row is normalised from its own numbers "
+              "(section 5, last line of the table: change 0.000 for layer norm).",
+         "c": "LayerNorm subtracts the token's own mean: adding the same number to all 8 numbers moves "
+              "μ by as much, and x − μ, σ and the output stay the same (section 1's formula).",
+         "d": "γ multiplies and β shifts the normalised numbers (section 1, and section 2 where they "
+              "undo the normalisation): when training moves them, the output moves too."})
+
+
+@checker
+def check_shortcut_factor(answer_3):
+    """Four later layers with F' = 0.5 and shortcuts: the gradient is multiplied by 1.5⁴ = 5.0625."""
+    value = number(answer_3, "answer_3")
+    if close(value, 1.5 ** 4, 0.01):
+        return Passed("Each shortcut layer contributes a factor 1 + F′ = 1.5 and the chain rule "
+                      "multiplies them: 1.5⁴ ≈ 5.06, where without shortcuts 0.5⁴ = 0.0625 is left.")
+    mistakes = [
+        (0.5 ** 4, "0.5⁴ = 0.0625 is the product without shortcuts; with y = x + F(x) each factor is "
+                   "1 + F′ = 1.5 (section 6)."),
+        (1 + 4 * 0.5, "The chain rule multiplies the four factors 1 + F′, it does not add the F′ "
+                      "(section 6: (1 + F′)⁴)."),
+        (1.5 * 4, "1.5 × 4 adds the four layers up; the chain rule multiplies their factors: 1.5⁴ "
+                  "(section 6)."),
+        (1.5, "That is one layer's factor; the gradient passes four layers, four factors (section 6)."),
+        (2 ** 4, "The factor of one layer is 1 + F′ = 1.5, not 2: the 1 comes from the shortcut, "
+                 "F′ = 0.5 from the layer (section 6)."),
+    ]
+    for wrong, hint in mistakes:
+        if close(value, wrong, 0.01):
+            return hint
+    return "Not quite: with shortcuts each layer multiplies the gradient by 1 + F′ (section 6)."
