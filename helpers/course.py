@@ -12,7 +12,7 @@ CLONE_DIR = "original-transformer"  # folder the bootstrap cell clones into (Col
 # (file stem, title, one line, minutes a learner needs: reading, running, exercises)
 NOTEBOOKS = [
     ("01_positions", "Positions",
-     "Embeddings × √d_model plus sinusoidal positions; shifts are rotations.", 35),
+     "Embeddings × √d_model plus sinusoidal positions; shifts are rotations.", 45),
     ("02_layer_norm", "Layer norm",
      "LayerNorm by hand, batch norm, shortcut gradients, post-norm vs pre-norm, RMSNorm.", 45),
     ("03_encoder_layer", "Encoder layer",
