@@ -16,7 +16,7 @@ NOTEBOOKS = [
     ("02_layer_norm", "Layer norm",
      "LayerNorm by hand, batch norm, shortcut gradients, post-norm vs pre-norm, RMSNorm.", 45),
     ("03_encoder_layer", "Encoder layer",
-     "Multi-head attention and a full post-norm encoder layer equal to PyTorch's.", 50),
+     "Multi-head attention and a full post-norm encoder layer equal to PyTorch's.", 70),
     ("04_cross_attention", "Cross-attention",
      "Decoder layer, cross-attention, tied output; the whole model equal to nn.Transformer.", 45),
     ("05_training_recipe", "Training recipe",

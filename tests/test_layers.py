@@ -1,5 +1,6 @@
-"""helpers.attention and helpers.layers against PyTorch (beyond tests/test_model.py), and the
-checks of notebook 03 recognising the mistakes they name."""
+"""helpers.attention and helpers.layers against PyTorch (beyond tests/test_model.py).
+
+The checks of notebook 03 are tested in tests/test_encoder_checks.py."""
 
 import math
 
@@ -9,7 +10,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from helpers.attention import MultiHeadAttention, additive_mask, attention, merge_heads, split_heads
-from helpers.checks.encoder import check_ffn, check_pre_norm, check_shapes
 from helpers.layers import EncoderLayer
 
 
@@ -139,127 +139,6 @@ def test_post_norm_output_is_normalised_and_pre_norm_is_not():
     with torch.no_grad():
         assert torch.allclose(post(x).std(-1, unbiased=False), torch.ones(1, 5), atol=1e-3)
         assert not torch.allclose(pre(x).std(-1, unbiased=False), torch.ones(1, 5), atol=0.1)
-
-
-# --- helpers.checks.encoder: the mistakes it names ---------------------------------------------
-
-def run(check, *args, capsys):
-    """(passed, the one printed line) of a check call."""
-    check(*args)
-    printed = capsys.readouterr().out.strip()
-    return printed == "Check passed.", printed
-
-
-@pytest.mark.parametrize("answer, words", [
-    (((1, 4, 7, 7), (1, 7, 256), (1, 7, 64)), None),
-    (((1, 7, 4, 7), (1, 7, 256), (1, 7, 64)), "swapped"),
-    (((1, 4, 7, 16), (1, 7, 256), (1, 7, 64)), "n × n"),
-    (((1, 4, 5, 5), (1, 7, 256), (1, 7, 64)), "7 letters"),
-    (((1, 4, 7, 7), (1, 7, 64), (1, 7, 64)), "d_model instead of d_ff"),
-    (((1, 4, 7, 7), (1, 7, 256), (1, 7, 256)), "d_ff instead of d_model"),
-    (((1, 4, 7, 7), (1, 7, 256), (1, 4, 7, 16)), "concatenated"),
-    (((1, 4, 7, 7), (1, 7, 256), (2, 3)), "The memory should be 3-dimensional (1, 7, 64)"),
-])
-def test_check_shapes_names_the_confusion(answer, words, capsys):
-    passed, printed = run(check_shapes, *answer, capsys=capsys)
-    assert passed == (words is None), printed
-    if words:
-        assert words in printed
-
-
-def right_ffn(x, L):
-    return torch.relu(x @ L.linear1.weight.T + L.linear1.bias) @ L.linear2.weight.T + L.linear2.bias
-
-
-@pytest.mark.parametrize("ffn, words", [
-    (right_ffn, None),
-    (lambda x, L: L.linear2(F.relu(L.linear1(x))), None),
-    (lambda x, L: L.linear2(L.linear1(x)), "ReLU is missing"),
-    (lambda x, L: L.linear2(F.gelu(L.linear1(x))), "GELU"),
-    (lambda x, L: F.relu(right_ffn(x, L)), "not clipped"),
-    (lambda x, L: F.relu(x @ L.linear1.weight.T) @ L.linear2.weight.T + L.linear2.bias, "b_1"),
-    (lambda x, L: F.relu(L.linear1(x)) @ L.linear2.weight.T, "b_2"),
-    (lambda x, L: x + right_ffn(x, L), "shortcut"),
-    (lambda x, L: F.relu(x @ L.linear1.weight + L.linear1.bias), "weight.T"),
-    (lambda x, L: F.relu(L.linear1(x)), "hidden layer"),
-    (lambda x, L: 1 / 0, "ZeroDivisionError"),
-    (lambda x, L: None, "returned None"),
-    (lambda x, L: 2 * right_ffn(x, L), "differs from PyTorch"),
-])
-def test_check_ffn_names_the_mistake(ffn, words, capsys):
-    passed, printed = run(check_ffn, ffn, capsys=capsys)
-    assert passed == (words is None), printed
-    if words:
-        assert words in printed and "\n" not in printed
-
-
-def norm(x, n, unbiased=False):
-    mu, var = x.mean(-1, keepdim=True), x.var(-1, unbiased=unbiased, keepdim=True)
-    return (x - mu) / torch.sqrt(var + n.eps) * n.weight + n.bias
-
-
-def attn(x, L):
-    return L.self_attn(x, x, x, need_weights=False)[0]
-
-
-def pre_norm(x, L, n=norm, ffn=right_ffn):
-    x = x + attn(n(x, L.norm1), L)
-    return x + ffn(n(x, L.norm2), L)
-
-
-def normed_shortcut(x, L):
-    x = norm(x, L.norm1)
-    x = x + attn(x, L)
-    x = norm(x, L.norm2)
-    return x + right_ffn(x, L)
-
-
-def post_norm(x, L):
-    x = norm(x + attn(x, L), L.norm1)
-    return norm(x + right_ffn(x, L), L.norm2)
-
-
-def no_shortcut(x, L):
-    y = attn(norm(x, L.norm1), L)
-    return right_ffn(norm(y, L.norm2), L)
-
-
-def swapped_norms(x, L):
-    x = x + attn(norm(x, L.norm2), L)
-    return x + right_ffn(norm(x, L.norm1), L)
-
-
-def plain_norm(x, n):
-    return F.layer_norm(x, x.shape[-1:])
-
-
-@pytest.mark.parametrize("layer, words", [
-    (pre_norm, None),
-    (post_norm, "post-norm"),
-    (normed_shortcut, "shortcut should carry x itself"),
-    (lambda x, L: norm(pre_norm(x, L), L.norm2), "no LayerNorm at the end"),
-    (no_shortcut, "shortcuts are missing"),
-    (swapped_norms, "swapped"),
-    (lambda x, L: pre_norm(x, L, n=plain_norm), "γ and β"),
-    (lambda x, L: pre_norm(x, L, n=lambda t, m: norm(t, m, unbiased=True)), "d − 1"),
-    (lambda x, L: pre_norm(x, L, ffn=lambda t, M: M.linear2(M.linear1(t))), "ReLU is missing"),
-    (lambda x, L: x + attn(norm(x, L.norm1), L), "stopped after the attention"),
-])
-def test_check_pre_norm_names_the_mistake(layer, words, capsys):
-    passed, printed = run(check_pre_norm, layer, capsys=capsys)
-    assert passed == (words is None), printed
-    if words:
-        assert words in printed
-
-
-def test_checkers_leave_the_global_random_state_alone(capsys):
-    torch.manual_seed(123)
-    expected = torch.rand(3)
-    torch.manual_seed(123)
-    check_ffn(right_ffn)
-    check_pre_norm(pre_norm)
-    capsys.readouterr()
-    assert torch.equal(torch.rand(3), expected)
 
 
 def test_hand_example_of_the_notebook():

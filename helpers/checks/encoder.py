@@ -1,21 +1,248 @@
-"""Checks for notebook 03 (encoder layer): shapes, the feed-forward layer, the pre-norm layer.
+"""Checks for notebook 03 (encoder layer): multi-head self-attention, the feed-forward layer,
+the shapes for a 7-letter source, the pre-norm layer, and the "Check your understanding"
+questions.
 
-The function checkers build their own small layer (d_model 64, 4 heads, d_ff 256, one
-sequence of 7 tokens) whose weights are moved off their initial values, so that a forgotten
-γ, β or bias shows; they compare the learner's function with PyTorch and with the usual
-mistakes, and name the one it matches.
+The function checkers run the learner's function through :func:`helpers.checks.call` on two
+seeded random batches (batch > 1, two seeds, two sizes), compare it with PyTorch, and when it
+differs compute what each usual mistake returns and name the one it matches. The layers they
+build have every weight moved off its initial value, so that a forgotten γ, β or bias shows.
 """
+
+import math
+import re
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from helpers.checks import Hint, checker, close, shape, tensor
+from helpers.checks import Hint, Passed, call, checker, choice, close, shape, tensor
 
 D_MODEL, H, D_FF, N = 64, 4, 256, 7
 
 
-# --- Your turn: the shapes for a 7-letter source -------------------------------------------
+def _sentence(text):
+    """text with a capital first letter (an ASCII one only: γ must stay γ)."""
+    return text[:1].upper() + text[1:] if text[:1].isascii() else text
+
+
+# --- Errors that have a usual cause: one line saying what to write instead --------------------
+
+RELU_ERRORS = [
+    ("Boolean value of Tensor with more than one value is ambiguous",
+     "Python's max(0, h) cannot compare a whole tensor with 0 (nor can an `if` on a tensor). "
+     "The formula's max(0, ·) is taken number by number, which is ReLU: write torch.relu(h) or "
+     "h.clamp(min=0)."),
+    ("max() received an invalid combination of arguments",
+     "torch.max(0, h) is not the formula's max(0, ·): torch.max wants a tensor first (with a "
+     "number it reads an axis). Take the maximum number by number, which is ReLU: "
+     "torch.relu(h) or h.clamp(min=0)."),
+    ("torch.return_types.max",
+     "torch.max(h, 0) returns the largest value along axis 0 and its index, not ReLU: write "
+     "torch.relu(h) or h.clamp(min=0)."),
+    ("maximum(): argument 'other'",
+     "torch.maximum compares two tensors: torch.maximum(h, torch.zeros_like(h)), or simply "
+     "torch.relu(h)."),
+]
+
+MHA_ERRORS = [
+    ("missing 2 required positional arguments: 'key' and 'value'",
+     "nn.MultiheadAttention takes query, key and value: for self-attention call "
+     "L.self_attn(y, y, y), and take the output, item [0] of the pair it returns."),
+    (re.compile(r"\btuple\b"),
+     "L.self_attn(y, y, y) returns a pair (output, weights), not a tensor: take its first "
+     "item, L.self_attn(y, y, y, need_weights=False)[0]."),
+]
+
+VIEW_ERRORS = [
+    ("view size is not compatible",
+     "view(...) after transpose(1, 2) fails because the numbers are no longer stored in row "
+     "order: join the heads with .reshape(...) (or .contiguous().view(...))."),
+]
+
+
+def _run(fn, name, *args, errors=()):
+    """call(fn, name, *args), with the raw error of a usual mistake replaced by what to write."""
+    try:
+        return call(fn, name, *args)
+    except Hint as hint:
+        text = str(hint)
+        raised = re.match(r"^.*? raised (\w+): (.*)$", text)
+        if raised:
+            for pattern, advice in errors:
+                found = (pattern.search(raised.group(2)) if isinstance(pattern, re.Pattern)
+                         else pattern in raised.group(2))
+                if found:
+                    raise Hint(f"{name.split('(')[0]} raised {raised.group(1)}: {advice}") from None
+        raise
+
+
+def _match(out, candidates, tol=1e-4):
+    """The hint of the first candidate output that out equals, else None."""
+    for candidate, hint in candidates:
+        with torch.no_grad():
+            wrong = candidate()
+        if wrong.shape == out.shape and close(out, wrong, tol):
+            return _sentence(hint)
+    return None
+
+
+# --- Your turn 1: multi-head self-attention ------------------------------------------------------
+
+SA_NAME = "my_self_attention(x, W_Q, W_K, W_V, W_O, h)"
+SA_CASES = ((0, 3, 6, 64, 4), (1, 2, 5, 48, 6))   # seed, batch, tokens, d_model, heads
+
+
+def _sa_case(seed, b, n, d_model, h):
+    """(x, W_Q, W_K, W_V, W_O, h) in the paper's orientation, and nn.MultiheadAttention's output."""
+    with torch.random.fork_rng(devices=[]):   # leave the notebook's random state alone
+        torch.manual_seed(seed)
+        mha = nn.MultiheadAttention(d_model, h, bias=False, batch_first=True).eval()
+        x = torch.randn(b, n, d_model)
+    with torch.no_grad():
+        expected = mha(x, x, x, need_weights=False)[0]
+        W_Q, W_K, W_V = (w.T.contiguous() for w in mha.in_proj_weight.split(d_model))
+        W_O = mha.out_proj.weight.T.contiguous()
+    return (x, W_Q, W_K, W_V, W_O, h), expected
+
+
+def _split(t, h, how):
+    """(b, n, d) -> (b, h, n, d_k), the right way or as a usual mistake does it."""
+    b, n, d = t.shape
+    if how == "one head":
+        return t.unsqueeze(1)
+    if how == "no transpose":
+        return t.reshape(b, h, n, d // h)
+    if how == "interleaved":
+        return t.reshape(b, n, d // h, h).permute(0, 3, 1, 2)
+    return t.reshape(b, n, h, d // h).transpose(1, 2)
+
+
+def _merge(t, how):
+    """(b, h, n, d_k) -> (b, n, h·d_k), the right way or as a usual mistake does it."""
+    b, h, n, d_k = t.shape
+    if how == "no transpose":
+        return t.reshape(b, n, h * d_k)
+    if how == "interleaved":
+        return t.permute(0, 2, 3, 1).reshape(b, n, h * d_k)
+    return t.transpose(1, 2).reshape(b, n, h * d_k)
+
+
+def _self_attention(x, W_Q, W_K, W_V, W_O, h, split="right", merge="right", scale="d_k",
+                    dim=-1, swap=False, softmax=True, w_o=True, transposed=""):
+    """Multi-head self-attention, or what one (or two) usual mistakes make of it."""
+    W = {"Q": W_Q, "K": W_K, "V": W_V, "O": W_O}
+    W = {name: (w.T if name in transposed else w) for name, w in W.items()}
+    q, k, v = (_split(x @ W[name], h, split) for name in "QKV")
+    d_model = x.shape[-1]
+    d_k = d_model // h
+    divide = {"d_k": math.sqrt(d_k), "d_model": math.sqrt(d_model), "none": 1.0, "d_k, no root": d_k}
+    scores = (k @ q.transpose(-2, -1) if swap else q @ k.transpose(-2, -1)) / divide[scale]
+    weights = torch.softmax(scores, dim=dim) if softmax else scores
+    concat = _merge(weights @ v, merge)
+    return concat @ W["O"] if w_o else concat
+
+
+SPLIT_HINT = ("you split the heads with a view (or reshape) straight to (b, h, n, d_k): the shape "
+              "is right, but each head then holds pieces of several tokens. Cut each token's "
+              "d_model numbers into h groups, (b, n, h, d_k), then move the head axis in front of "
+              "the tokens with transpose(1, 2).")
+INTERLEAVED_HINT = ("your heads take every h-th column: head i owns d_k consecutive columns, "
+                    "i·d_k to (i+1)·d_k − 1, so cut the last axis as (h, d_k), not (d_k, h).")
+TRANSPOSED_HINT = ("you multiplied by transposed matrices (x @ W.T, as for PyTorch's stored "
+                   "weights): here W_Q, W_K, W_V and W_O are in the paper's orientation, "
+                   "Q = x @ W_Q and the output is concat @ W_O.")
+ONE_HEAD_HINT = ("you computed one attention over all d_model columns: split Q, K and V into h "
+                 "heads of d_k = d_model / h numbers first, each with its own n × n weights.")
+
+SA_MISTAKES = [
+    ({"merge": "no transpose"},
+     "you joined the heads with a reshape alone: (b, h, n, d_k) reshaped to (b, n, d_model) "
+     "mixes the tokens. Move the head axis back behind the tokens first, transpose(1, 2), then "
+     "reshape."),
+    ({"split": "no transpose", "merge": "no transpose"}, SPLIT_HINT),
+    ({"split": "no transpose"}, SPLIT_HINT),
+    ({"split": "interleaved", "merge": "interleaved"}, INTERLEAVED_HINT),
+    ({"split": "interleaved"}, INTERLEAVED_HINT),
+    ({"scale": "d_model"},
+     "you divided the scores by √d_model: each head's dot product adds up only d_k = d_model / h "
+     "products, so divide by √d_k."),
+    ({"scale": "none"}, "you did not scale the scores: divide Q Kᵀ by √d_k before the softmax."),
+    ({"scale": "d_k, no root"}, "you divided the scores by d_k: divide by its square root, √d_k."),
+    ({"dim": -2},
+     "your softmax runs over the queries (dim=-2): each query's weights over the keys must sum "
+     "to 1, so take the softmax over the last axis, the keys (dim=-1)."),
+    ({"dim": 1},
+     "your softmax runs over the heads (dim=1): take it over the last axis, the keys (dim=-1)."),
+    ({"swap": True},
+     "your scores are K Qᵀ, keys against queries: row i must hold query i against every key, "
+     "Q Kᵀ."),
+    ({"w_o": False}, "you forgot W_O: multiply the joined heads by W_O at the end."),
+    ({"softmax": False},
+     "you forgot the softmax: the weights are softmax(Q Kᵀ / √d_k) over the keys."),
+    ({"transposed": "QKVO"}, TRANSPOSED_HINT),
+    ({"transposed": "QKV"}, TRANSPOSED_HINT),
+    ({"transposed": "O"}, TRANSPOSED_HINT),
+    ({"split": "one head"}, ONE_HEAD_HINT),
+    ({"split": "one head", "scale": "d_model"}, ONE_HEAD_HINT),
+]
+
+
+def _sa_output(out, args, expected):
+    """The learner's output as a float tensor of the expected shape, or raise Hint."""
+    x, h = args[0], args[5]
+    b, n, d_model = x.shape
+    if isinstance(out, (tuple, list)):
+        first = out[0] if out else None
+        if isinstance(first, torch.Tensor) and first.shape == expected.shape:
+            raise Hint("my_self_attention returned a tuple: return the output alone, one tensor "
+                       f"of shape (b, n, d_model) = {tuple(expected.shape)}.")
+    out = tensor(out, "the output of my_self_attention")
+    got = tuple(out.shape)
+    if got == (b, h, n, d_model // h):
+        raise Hint(f"You returned the heads, (b, h, n, d_k) = {got}: join them back to "
+                   "(b, n, d_model), then multiply by W_O.")
+    if got == (b, h, n, n):
+        raise Hint(f"You returned the attention weights, (b, h, n, n) = {got}: multiply them by "
+                   "V, join the heads and multiply by W_O.")
+    if got != tuple(expected.shape):
+        raise Hint(f"my_self_attention should return the input's shape (b, n, d_model) = "
+                   f"{tuple(expected.shape)} for x of shape {tuple(x.shape)}, got {got}.")
+    return out
+
+
+@checker
+def check_self_attention(my_self_attention=None):
+    """my_self_attention(x, W_Q, W_K, W_V, W_O, h) equals nn.MultiheadAttention(bias=False)."""
+    for number, case in enumerate(SA_CASES):
+        args, expected = _sa_case(*case)
+        try:
+            out = _run(my_self_attention, SA_NAME, *args, errors=VIEW_ERRORS)
+            out = _sa_output(out, args, expected)
+        except Hint as hint:
+            if number == 0 or str(hint).startswith("Not answered yet"):
+                raise
+            raise Hint(f"Right on the first batch, but on the second (x of shape "
+                       f"{tuple(args[0].shape)}, h = {args[5]}): {str(hint).rstrip('.')}. Read b, "
+                       "n and d_model from x.shape and use the h you are given.") from None
+        if close(out, expected, 1e-4):
+            continue
+        hint = _match(out, [(lambda kw=kw, args=args: _self_attention(*args, **kw), hint)
+                            for kw, hint in SA_MISTAKES])
+        if hint:
+            return hint
+        if number:
+            _, b, n, d_model, h = SA_CASES[0]
+            return (f"Right on the first batch (x of shape {(b, n, d_model)}, h = {h}) but not on "
+                    f"the second ({tuple(args[0].shape)}, h = {args[5]}): read b, n and d_model "
+                    "from x.shape, d_k = d_model // h, and write no fixed size in your function.")
+        return ("Not equal to nn.MultiheadAttention yet: Q = x @ W_Q (and K, V), split into h "
+                "heads (b, h, n, d_k), softmax(Q Kᵀ / √d_k) over the keys, times V, join the heads "
+                "back to (b, n, d_model), times W_O.")
+    return None
+
+
+
+# --- Your turn 3: the shapes for a 7-letter source -------------------------------------------
 
 WEIGHT_HINTS = {
     (1, 7, 4, 7): "heads and tokens are swapped: after splitting, the head axis comes right "
@@ -63,11 +290,6 @@ MEMORY_HINTS = {
 }
 
 
-def _sentence(text):
-    """text with a capital first letter (an ASCII one only: γ must stay γ)."""
-    return text[:1].upper() + text[1:] if text[:1].isascii() else text
-
-
 def _check_shape(answer, name, expected, hints):
     got = shape(answer, name)
     if got == expected:
@@ -85,20 +307,33 @@ def check_shapes(weights_shape=None, hidden_shape=None, memory_shape=None):
     _check_shape(weights_shape, "the attention weights", (1, H, N, N), WEIGHT_HINTS)
     _check_shape(hidden_shape, "the FFN's hidden layer", (1, N, D_FF), HIDDEN_HINTS)
     _check_shape(memory_shape, "the memory", (1, N, D_MODEL), MEMORY_HINTS)
+    L, x = _test_layer(False, 2017, 1, N)
+    with torch.no_grad():
+        weights = L.self_attn(x, x, x, average_attn_weights=False)[1]
+        hidden = F.relu(L.linear1(x))
+        measured = [tuple(t.shape) for t in (weights, hidden, L(x))]
+    if measured != [(1, H, N, N), (1, N, D_FF), (1, N, D_MODEL)]:
+        raise Hint(f"PyTorch's layer gave other shapes: {measured}.")
+    return Passed(f"PyTorch's layer run on 7 tokens gives {measured[0]}, {measured[1]} and "
+                  f"{measured[2]}: the weights grow with the square of the length (7 × 7 per "
+                  "head), the hidden tensor and the memory with the length only (7 rows).")
 
 
-# --- The test layer and its pieces -----------------------------------------------------------
+# --- The test layers of the feed-forward and pre-norm checks ---------------------------------
 
-def _test_layer(norm_first):
+LAYER_CASES = ((2017, 2, N), (2018, 3, 5))   # seed, batch, tokens
+
+
+def _test_layer(norm_first, seed, b, n):
     """A seeded layer with every parameter moved off its initial value, and an input x."""
     with torch.random.fork_rng(devices=[]):   # leave the notebook's random state alone
-        torch.manual_seed(2017)
+        torch.manual_seed(seed)
         layer = nn.TransformerEncoderLayer(D_MODEL, H, D_FF, dropout=0.1, activation="relu",
                                            batch_first=True, norm_first=norm_first)
         with torch.no_grad():
             for p in layer.parameters():
                 p.add_(0.2 * torch.randn_like(p))
-        x = torch.randn(1, N, D_MODEL)
+        x = torch.randn(b, n, D_MODEL)
     return layer.eval(), x
 
 
@@ -122,67 +357,57 @@ def _norm(x, norm, affine=True, unbiased=False):
     return y * norm.weight + norm.bias if affine else y
 
 
-def _callable(fn, name):
-    if fn is None or fn is Ellipsis:
-        raise Hint(f"Not answered yet: define {name} in the cell above and run it.")
-    if not callable(fn) or isinstance(fn, (bool, str, torch.Tensor)):
-        raise Hint(f"Pass the function itself, {name} (without parentheses), "
-                   f"not a {type(fn).__name__}.")
-
-
-def _run(fn, name, x, L):
-    """Call the learner's fn(x, L) and return its output as a float tensor, or raise Hint."""
-    try:
-        with torch.no_grad():
-            out = fn(x.clone(), L)
-    except Exception as e:  # the learner's code may fail in any way: say how, in one line
-        message = " ".join(str(e).split())[:160]
-        if "shapes cannot be multiplied" in message or "size of tensor" in message:
-            raise Hint(f"{name} failed with a shape error ({message}): PyTorch stores a "
-                       "linear layer's weight as (out, in), so multiply by weight.T.") from None
-        raise Hint(f"{name} raised {type(e).__name__}: {message}") from None
-    if out is None:
-        raise Hint(f"{name} returned None: end it with `return` and the result.")
+def _layer_output(fn, name, x, L, errors):
+    """The learner's fn(x, L) as a float tensor of x's shape, or raise Hint."""
+    out = _run(fn, f"{name}(x, L)", x, L, errors=errors)
     if isinstance(out, (tuple, list)):
         raise Hint(f"{name} should return one tensor, got a {type(out).__name__}.")
     out = tensor(out, f"the output of {name}")
-    if tuple(out.shape) != (1, N, D_MODEL):
-        if tuple(out.shape) == (1, N, D_FF):
-            raise Hint(f"{name} returned the hidden layer (1, 7, 256): multiply by W_2 and add "
-                       "b_2 to come back to d_model = 64.")
-        raise Hint(f"{name} should keep the input's shape (1, 7, 64), got {tuple(out.shape)}.")
+    b, n, _ = x.shape
+    if tuple(out.shape) != tuple(x.shape):
+        if tuple(out.shape) == (b, n, D_FF):
+            raise Hint(f"{name} returned the hidden layer {(b, n, D_FF)}: multiply by W_2 and add "
+                       f"b_2 to come back to d_model = {D_MODEL}.")
+        raise Hint(f"{name} should keep the input's shape {tuple(x.shape)}, got {tuple(out.shape)}.")
     return out
 
 
-def _match(out, candidates, tol=1e-4):
-    """The hint of the first candidate output that out equals, else None."""
-    for candidate, hint in candidates:
+def _check_layer_function(fn, name, norm_first, expected, mistakes, generic, errors):
+    """Run fn on both test cases; None when right, else the hint of the mistake it matches."""
+    for number, case in enumerate(LAYER_CASES):
+        L, x = _test_layer(norm_first, *case)
+        try:
+            out = _layer_output(fn, name, x, L, errors)
+        except Hint as hint:
+            if number == 0 or str(hint).startswith("Not answered yet"):
+                raise
+            raise Hint(f"Right on the first batch, but on the second (x of shape "
+                       f"{tuple(x.shape)}): {str(hint).rstrip('.')}. Read the sizes from x.shape.") from None
         with torch.no_grad():
-            if close(out, candidate(), tol):
-                return _sentence(hint)
+            right = expected(x, L)
+        if close(out, right, 1e-4):
+            continue
+        hint = _match(out, mistakes(x, L, right))
+        if hint:
+            return hint
+        if number:
+            return (f"Right on the first batch but not on the second (x of shape {tuple(x.shape)}): "
+                    "read the sizes from x.shape and write no fixed size in your function.")
+        return generic
     return None
 
 
-# --- Your turn: the feed-forward layer --------------------------------------------------------
+# --- Your turn 2: the feed-forward layer --------------------------------------------------------
 
-@checker
-def check_ffn(ffn=None):
-    """ffn(x, L) = max(0, x W1 + b1) W2 + b2 with the weights of L.linear1 and L.linear2."""
-    _callable(ffn, "ffn")
-    L, x = _test_layer(norm_first=False)
-    out = _run(ffn, "ffn", x, L)
-    with torch.no_grad():
-        expected = L.linear2(F.relu(L.linear1(x)))
-    if close(out, expected, 1e-4):
-        return None
-    hint = _match(out, [
+def _ffn_mistakes(x, L, expected):
+    return [
         (lambda: _ffn(x, L, act=_identity),
          "ReLU is missing: take max(0, ·) of x W_1 + b_1 before multiplying by W_2."),
         (lambda: _ffn(x, L, act=F.gelu),
          "that is GELU (GPT-2's FFN); the paper's FFN uses ReLU, max(0, ·)."),
         (lambda: _ffn(x, L, act=lambda t: F.gelu(t, approximate="tanh")),
          "that is GELU (GPT-2's FFN); the paper's FFN uses ReLU, max(0, ·)."),
-        (lambda: F.relu(_ffn(x, L)),
+        (lambda: F.relu(expected),
          "ReLU comes only between the two layers: the output (... W_2 + b_2) is not clipped at 0."),
         (lambda: F.relu(_ffn(x, L, act=_identity)),
          "ReLU belongs between the two layers, not after W_2."),
@@ -196,25 +421,25 @@ def check_ffn(ffn=None):
          "return the FFN alone: the shortcut x + ... and the norm come around it in the layer."),
         (lambda: _norm(x + expected, L.norm2),
          "return the FFN alone: add & norm come around it in the layer, not inside it."),
-    ])
-    if hint:
-        return hint
-    return ("Your FFN differs from PyTorch's: compute relu(x @ L.linear1.weight.T + "
-            "L.linear1.bias) @ L.linear2.weight.T + L.linear2.bias.")
+    ]
 
-
-# --- Your turn: the pre-norm layer ------------------------------------------------------------
 
 @checker
-def check_pre_norm(pre_norm_layer=None):
-    """pre_norm_layer(x, L) equals nn.TransformerEncoderLayer(..., norm_first=True) in eval mode."""
-    _callable(pre_norm_layer, "pre_norm_layer")
-    L, x = _test_layer(norm_first=True)
-    out = _run(pre_norm_layer, "pre_norm_layer", x, L)
-    with torch.no_grad():
-        expected = L(x)
-    if close(out, expected, 1e-4):
-        return None
+def check_ffn(ffn=None):
+    """ffn(x, L) = max(0, x W1 + b1) W2 + b2 with the weights of L.linear1 and L.linear2."""
+    return _check_layer_function(
+        ffn, "ffn", False, lambda x, L: L.linear2(F.relu(L.linear1(x))), _ffn_mistakes,
+        "Your FFN differs from PyTorch's: compute relu(x @ L.linear1.weight.T + L.linear1.bias) "
+        "@ L.linear2.weight.T + L.linear2.bias.",
+        errors=RELU_ERRORS + [(
+            "shapes cannot be multiplied",
+            "PyTorch stores a linear layer's weight as (out, in): W_1 is L.linear1.weight.T, "
+            "so multiply by the transpose.")])
+
+
+# --- Your turn 4: the pre-norm layer ------------------------------------------------------------
+
+def _pre_norm_mistakes(x, L, expected):
     n1, n2 = L.norm1, L.norm2
 
     def pre(norm=_norm, a=n1, b=n2, ffn=_ffn, shortcut=True, normed_shortcut=False):
@@ -227,17 +452,17 @@ def check_pre_norm(pre_norm_layer=None):
         y = _norm(x + _attn(x, L), n1)
         return _norm(y + _ffn(y, L), n2)
 
-    hint = _match(out, [
+    return [
         (post,
-         ("you normalised after the addition: that is post-norm, the paper's layer. Pre-norm "
-          "normalises the sublayer's input: x + Sublayer(LayerNorm(x)).")),
+         "you normalised after the addition: that is post-norm, the paper's layer. Pre-norm "
+         "normalises the sublayer's input: x + Sublayer(LayerNorm(x))."),
         (lambda: pre(normed_shortcut=True),
-         ("the shortcut should carry x itself: normalise only the sublayer's input, "
-          "x + Sublayer(LayerNorm(x)); do not replace x by LayerNorm(x).")),
-        (lambda: _norm(pre(), n2),
-         ("a pre-norm layer ends on the addition: no LayerNorm at the end (a pre-norm stack "
-          "adds one final norm after its last layer).")),
-        (lambda: _norm(pre(), n1),
+         "the shortcut should carry x itself: normalise only the sublayer's input, "
+         "x + Sublayer(LayerNorm(x)); do not replace x by LayerNorm(x)."),
+        (lambda: _norm(expected, n2),
+         "a pre-norm layer ends on the addition: no LayerNorm at the end (a pre-norm stack "
+         "adds one final norm after its last layer)."),
+        (lambda: _norm(expected, n1),
          "a pre-norm layer ends on the addition: no LayerNorm at the end."),
         (lambda: pre(shortcut=False),
          "the shortcuts are missing: add x back after each sublayer."),
@@ -246,16 +471,86 @@ def check_pre_norm(pre_norm_layer=None):
         (lambda: pre(b=n1),
          "the feed-forward sublayer has its own norm: use L.norm2 there."),
         (lambda: x + _attn(_norm(x, n1), L),
-         ("you stopped after the attention sublayer: the feed-forward sublayer follows, with "
-          "norm2 and its own shortcut.")),
+         "you stopped after the attention sublayer: the feed-forward sublayer follows, with "
+         "norm2 and its own shortcut."),
         (lambda: pre(ffn=lambda t, L: _ffn(t, L, act=_identity)),
          "ReLU is missing in the feed-forward layer."),
         (lambda: pre(norm=lambda t, m: _norm(t, m, affine=False)),
          "γ and β are missing: multiply by L.norm1.weight (or norm2's) and add its bias."),
         (lambda: pre(norm=lambda t, m: _norm(t, m, unbiased=True)),
          "your LayerNorm divides by d − 1: LayerNorm uses the biased variance (divide by d)."),
-    ])
-    if hint:
-        return hint
-    return ("Your layer differs from nn.TransformerEncoderLayer(norm_first=True): compute "
-            "x = x + attention(LayerNorm1(x)), then x + FFN(LayerNorm2(x)).")
+    ]
+
+
+@checker
+def check_pre_norm(pre_norm_layer=None):
+    """pre_norm_layer(x, L) equals nn.TransformerEncoderLayer(..., norm_first=True) in eval mode."""
+    return _check_layer_function(
+        pre_norm_layer, "pre_norm_layer", True, lambda x, L: L(x), _pre_norm_mistakes,
+        "Your layer differs from nn.TransformerEncoderLayer(norm_first=True): compute "
+        "x = x + attention(LayerNorm1(x)), then x + FFN(LayerNorm2(x)).",
+        errors=RELU_ERRORS + MHA_ERRORS)
+
+
+# --- Check your understanding ------------------------------------------------------------------
+
+@checker
+def check_more_heads(answer_1=None):
+    """The paper's layer with h = 16: the feed-forward layer still holds more parameters."""
+    return choice(
+        answer_1, "answer_1", "feed-forward",
+        "More heads only cut d_model into thinner heads (d_k = 512 / 16 = 32): W_Q, W_K, W_V and "
+        "W_O stay 512 × 512, so the attention keeps its 1,050,624 parameters and the FFN holds "
+        "twice as many.",
+        {"attention": "More heads do not add parameters: each head gets d_k = d_model / h columns, "
+                      "so W_Q, W_K, W_V and W_O stay d_model × d_model whatever h (section 2), and "
+                      "the FFN's W_1 and W_2 hold twice as much (section 6).",
+         "the same": "The attention holds 4·d_model² weights whatever h; the FFN holds "
+                     "2·d_model·d_ff = 8·d_model² since d_ff = 4·d_model: twice as many "
+                     "(section 6)."})
+
+
+@checker
+def check_per_position(answer_2=None):
+    """Changing token 1 moves token 3's layer output (attention) but not its FFN output."""
+    return choice(
+        answer_2, "answer_2", "layer only",
+        "The FFN transforms each position on its own, so token 3's FFN output ignores token 1; "
+        "in the layer the attention first mixes every token into every other, so token 3's "
+        "output moves.",
+        {"neither": "The attention sublayer mixes the tokens: token 3's query reads token 1's key "
+                    "and value, so the layer's output for token 3 moves when token 1 changes "
+                    "(section 2).",
+         "both": "The FFN is applied to each position on its own: in section 4 token 3 fed alone "
+                 "gave exactly its row, so changing token 1 cannot move token 3's FFN output.",
+         "ffn only": "It is the other way round: the FFN never looks at the other tokens "
+                     "(section 4), the attention does (section 2)."})
+
+
+HEAD_MATRIX_HINTS = {
+    (768, 768): "that is W_Q of all 12 heads side by side; one head owns d_k = 768 / 12 of its "
+                "columns (section 2)",
+    (64, 64): "a head reads each token's whole vector (d_model = 768 numbers) and makes d_k "
+              "numbers of it, so its matrix has d_model rows (section 2)",
+    (64, 768): "rows and columns are swapped: X (n × d_model) @ W_Q^(i) needs d_model rows, "
+               "d_model × d_k (PyTorch stores the transpose, as (out, in))",
+    (768, 12): "h = 12 is the number of heads, not a width: each head's matrix is "
+               "d_model × d_k, with d_k = d_model / h (section 2)",
+    (12, 768): "h = 12 is the number of heads, not a width: each head's matrix is "
+               "d_model × d_k, with d_k = d_model / h (section 2)",
+    (12, 768, 64): "that stacks the matrices of all 12 heads; the question asks for one head's",
+    (768, 128): "d_k = d_model / h: 768 / 12 is not 128 (section 2's table)",
+}
+
+
+@checker
+def check_head_matrix(answer_3=None):
+    """One head's W_Q^(i) in GPT-2 small, paper's orientation: (768, 64)."""
+    got = shape(answer_3, "answer_3")
+    if got == (768, 64):
+        return Passed("W_Q^(i) turns each token's 768 numbers into the head's d_k = 768 / 12 = 64; "
+                      "the 12 heads' matrices side by side make the full 768 × 768 W_Q.")
+    if got in HEAD_MATRIX_HINTS:
+        return _sentence(HEAD_MATRIX_HINTS[got]) + "."
+    return ("One head's W_Q^(i) turns each token's d_model numbers into d_k numbers: work out "
+            f"d_k for GPT-2 small (section 2), and write it as (rows, columns), not {got}.")

@@ -1,0 +1,459 @@
+"""The checks of notebook 03 (helpers.checks.encoder) name each mistake they claim to recognise.
+
+Every wrong answer here is written the way a learner would write it, independently of the
+checker's own code for that mistake.
+"""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from helpers.checks.encoder import (
+    check_ffn,
+    check_head_matrix,
+    check_more_heads,
+    check_per_position,
+    check_pre_norm,
+    check_self_attention,
+    check_shapes,
+)
+
+
+def run(check, *args, capsys):
+    """(passed, the one printed line) of a check call."""
+    check(*args)
+    printed = capsys.readouterr().out
+    assert printed.count("\n") == 1, printed
+    printed = printed.strip()
+    return printed.startswith("Check passed."), printed
+
+
+def expect(check, answer, words, capsys):
+    passed, printed = run(check, answer, capsys=capsys)
+    assert passed == (words is None), printed
+    if words:
+        assert words in printed, printed
+
+
+# --- Your turn 1: multi-head self-attention ------------------------------------------------------
+
+def right(x, W_Q, W_K, W_V, W_O, h):
+    b, n, d = x.shape
+    d_k = d // h
+    Q, K, V = [(x @ W).view(b, n, h, d_k).transpose(1, 2) for W in (W_Q, W_K, W_V)]
+    weights = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(d_k), dim=-1)
+    return (weights @ V).transpose(1, 2).reshape(b, n, d) @ W_O
+
+
+def right_with_a_loop_over_heads(x, W_Q, W_K, W_V, W_O, h):
+    d_k = x.shape[-1] // h
+    heads = []
+    for i in range(h):
+        cols = slice(i * d_k, (i + 1) * d_k)
+        q, k, v = x @ W_Q[:, cols], x @ W_K[:, cols], x @ W_V[:, cols]
+        heads.append(F.softmax(q @ k.mT / d_k ** 0.5, dim=2) @ v)
+    return torch.cat(heads, dim=-1) @ W_O
+
+
+def right_with_sdpa_and_einsum(x, W_Q, W_K, W_V, W_O, h):
+    b, n, d = x.shape
+    q, k, v = (torch.einsum("bnd,de->bne", x, W).unflatten(-1, (h, d // h)).permute(0, 2, 1, 3)
+               for W in (W_Q, W_K, W_V))
+    heads = F.scaled_dot_product_attention(q, k, v)
+    return heads.permute(0, 2, 1, 3).flatten(2) @ W_O
+
+
+def merged_without_transpose(x, W_Q, W_K, W_V, W_O, h):
+    b, n, d = x.shape
+    Q, K, V = [(x @ W).view(b, n, h, d // h).transpose(1, 2) for W in (W_Q, W_K, W_V)]
+    heads = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(d // h), dim=-1) @ V
+    return heads.reshape(b, n, d) @ W_O
+
+
+def split_straight_to_heads(x, W_Q, W_K, W_V, W_O, h):
+    b, n, d = x.shape
+    Q, K, V = [(x @ W).view(b, h, n, d // h) for W in (W_Q, W_K, W_V)]
+    heads = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(d // h), dim=-1) @ V
+    return heads.transpose(1, 2).reshape(b, n, d) @ W_O
+
+
+def split_and_merged_straight(x, W_Q, W_K, W_V, W_O, h):
+    b, n, d = x.shape
+    Q, K, V = [(x @ W).reshape(b, h, n, d // h) for W in (W_Q, W_K, W_V)]
+    heads = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(d // h), dim=-1) @ V
+    return heads.reshape(b, n, d) @ W_O
+
+
+def heads_take_every_hth_column(x, W_Q, W_K, W_V, W_O, h):
+    b, n, d = x.shape
+    Q, K, V = [(x @ W).view(b, n, d // h, h).permute(0, 3, 1, 2) for W in (W_Q, W_K, W_V)]
+    heads = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(d // h), dim=-1) @ V
+    return heads.transpose(1, 2).reshape(b, n, d) @ W_O
+
+
+def attention_with(x, W_Q, W_K, W_V, W_O, h, scale, dim=-1, use_W_O=True):
+    b, n, d = x.shape
+    Q, K, V = [(x @ W).view(b, n, h, d // h).transpose(1, 2) for W in (W_Q, W_K, W_V)]
+    weights = torch.softmax(Q @ K.transpose(-2, -1) * scale(d, d // h), dim=dim)
+    concat = (weights @ V).transpose(1, 2).reshape(b, n, d)
+    return concat @ W_O if use_W_O else concat
+
+
+def keys_against_queries(x, W_Q, W_K, W_V, W_O, h):
+    b, n, d = x.shape
+    Q, K, V = [(x @ W).view(b, n, h, d // h).transpose(1, 2) for W in (W_Q, W_K, W_V)]
+    weights = torch.softmax(K @ Q.transpose(-2, -1) / math.sqrt(d // h), dim=-1)
+    return (weights @ V).transpose(1, 2).reshape(b, n, d) @ W_O
+
+
+def no_softmax(x, W_Q, W_K, W_V, W_O, h):
+    b, n, d = x.shape
+    Q, K, V = [(x @ W).view(b, n, h, d // h).transpose(1, 2) for W in (W_Q, W_K, W_V)]
+    weights = Q @ K.transpose(-2, -1) / math.sqrt(d // h)
+    return (weights @ V).transpose(1, 2).reshape(b, n, d) @ W_O
+
+
+def pytorch_layout(x, W_Q, W_K, W_V, W_O, h):
+    b, n, d = x.shape
+    Q, K, V = [F.linear(x, W).view(b, n, h, d // h).transpose(1, 2) for W in (W_Q, W_K, W_V)]
+    weights = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(d // h), dim=-1)
+    return F.linear((weights @ V).transpose(1, 2).reshape(b, n, d), W_O)
+
+
+def one_wide_head(x, W_Q, W_K, W_V, W_O, h):
+    Q, K, V = x @ W_Q, x @ W_K, x @ W_V
+    weights = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(x.shape[-1] // h), dim=-1)
+    return weights @ V @ W_O
+
+
+def joined_with_view(x, W_Q, W_K, W_V, W_O, h):
+    b, n, d = x.shape
+    Q, K, V = [(x @ W).view(b, n, h, d // h).transpose(1, 2) for W in (W_Q, W_K, W_V)]
+    heads = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(d // h), dim=-1) @ V
+    return heads.transpose(1, 2).view(b, n, d) @ W_O
+
+
+def hard_coded_sizes(x, W_Q, W_K, W_V, W_O, h):
+    Q, K, V = [(x @ W).view(-1, 6, 4, 16).transpose(1, 2) for W in (W_Q, W_K, W_V)]
+    heads = torch.softmax(Q @ K.transpose(-2, -1) / 4, dim=-1) @ V
+    return heads.transpose(1, 2).reshape(-1, 6, 64) @ W_O
+
+
+def scale_hard_coded(x, W_Q, W_K, W_V, W_O, h):
+    return attention_with(x, W_Q, W_K, W_V, W_O, h, lambda d, d_k: 0.25)
+
+
+def returns_the_heads(x, W_Q, W_K, W_V, W_O, h):
+    b, n, d = x.shape
+    Q, K, V = [(x @ W).view(b, n, h, d // h).transpose(1, 2) for W in (W_Q, W_K, W_V)]
+    return torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(d // h), dim=-1) @ V
+
+
+def returns_output_and_weights(x, W_Q, W_K, W_V, W_O, h):
+    return right(x, W_Q, W_K, W_V, W_O, h), None
+
+
+def placeholder(x, W_Q, W_K, W_V, W_O, h):
+    """MultiHead(x): (b, n, d_model)."""
+    # your code here
+    ...
+
+
+def scales_x_in_place(x, W_Q, W_K, W_V, W_O, h):
+    x *= 2
+    return right(x / 2, W_Q, W_K, W_V, W_O, h)
+
+
+def forgets_return(x, W_Q, W_K, W_V, W_O, h):
+    out = right(x, W_Q, W_K, W_V, W_O, h)  # noqa: F841
+
+
+def prints_and_is_right(x, W_Q, W_K, W_V, W_O, h):
+    print("debugging", x.shape)
+    return right(x, W_Q, W_K, W_V, W_O, h)
+
+
+@pytest.mark.parametrize("fn, words", [
+    (right, None),
+    (right_with_a_loop_over_heads, None),
+    (right_with_sdpa_and_einsum, None),
+    (prints_and_is_right, None),
+    (merged_without_transpose, "joined the heads with a reshape alone"),
+    (split_straight_to_heads, "straight to (b, h, n, d_k)"),
+    (split_and_merged_straight, "straight to (b, h, n, d_k)"),
+    (heads_take_every_hth_column, "every h-th column"),
+    (lambda *a: attention_with(*a, lambda d, d_k: 1 / math.sqrt(d)), "√d_model"),
+    (lambda *a: attention_with(*a, lambda d, d_k: 1.0), "did not scale"),
+    (lambda *a: attention_with(*a, lambda d, d_k: 1 / d_k), "divide by its square root"),
+    (lambda *a: attention_with(*a, lambda d, d_k: 1 / math.sqrt(d_k), dim=-2), "over the queries"),
+    (lambda *a: attention_with(*a, lambda d, d_k: 1 / math.sqrt(d_k), dim=1), "over the heads"),
+    (lambda *a: attention_with(*a, lambda d, d_k: 1 / math.sqrt(d_k), use_W_O=False), "forgot W_O"),
+    (keys_against_queries, "K Qᵀ"),
+    (no_softmax, "forgot the softmax"),
+    (pytorch_layout, "paper's orientation"),
+    (one_wide_head, "one attention over all d_model columns"),
+    (joined_with_view, ".reshape(...)"),
+    (hard_coded_sizes, "Right on the first batch, but on the second"),
+    (scale_hard_coded, "not on the second"),
+    (returns_the_heads, "You returned the heads"),
+    (returns_output_and_weights, "return the output alone"),
+    (placeholder, "Not answered yet: write the body of my_self_attention"),
+    (scales_x_in_place, "in place"),
+    (lambda *a: 1 / 0, "ZeroDivisionError"),
+    (forgets_return, "returned None"),
+    (lambda *a: 2 * right(*a), "Not equal to nn.MultiheadAttention yet"),
+])
+def test_check_self_attention_names_the_mistake(fn, words, capsys):
+    expect(check_self_attention, fn, words, capsys)
+
+
+def test_the_mistakes_give_different_outputs_on_the_checks_inputs():
+    """Each named mistake is told apart: its output differs from the right one."""
+    torch.manual_seed(0)
+    attn = nn.MultiheadAttention(64, 4, bias=False, batch_first=True)
+    x = torch.randn(3, 6, 64)
+    W_Q, W_K, W_V = (w.T for w in attn.in_proj_weight.detach().split(64))
+    args = (x, W_Q, W_K, W_V, attn.out_proj.weight.detach().T, 4)
+    with torch.no_grad():
+        expected = attn(x, x, x, need_weights=False)[0]
+        assert torch.allclose(right(*args), expected, atol=1e-6)
+        for wrong in (merged_without_transpose, split_straight_to_heads, one_wide_head,
+                      heads_take_every_hth_column, keys_against_queries, pytorch_layout):
+            assert (wrong(*args) - expected).abs().max() > 1e-2, wrong.__name__
+
+
+# --- Your turn 2: the feed-forward layer --------------------------------------------------------
+
+def right_ffn(x, L):
+    return torch.relu(x @ L.linear1.weight.T + L.linear1.bias) @ L.linear2.weight.T + L.linear2.bias
+
+
+def ffn_with(relu):
+    def ffn(x, L):
+        return relu(x @ L.linear1.weight.T + L.linear1.bias) @ L.linear2.weight.T + L.linear2.bias
+    return ffn
+
+
+@pytest.mark.parametrize("ffn, words", [
+    (right_ffn, None),
+    (lambda x, L: L.linear2(F.relu(L.linear1(x))), None),
+    (ffn_with(lambda h: h.clamp(min=0)), None),
+    (ffn_with(lambda h: torch.maximum(h, torch.zeros_like(h))), None),
+    (ffn_with(lambda h: max(0, h)), "Python's max(0, h) cannot compare a whole tensor"),
+    (ffn_with(lambda h: torch.max(0, h)), "torch.max(0, h) is not the formula's max(0, ·)"),
+    (ffn_with(lambda h: torch.max(h, 0)), "torch.max(h, 0) returns the largest value"),
+    (ffn_with(lambda h: torch.maximum(h, 0)), "torch.maximum compares two tensors"),
+    (lambda x, L: L.linear2(L.linear1(x)), "ReLU is missing"),
+    (lambda x, L: L.linear2(F.gelu(L.linear1(x))), "GELU"),
+    (lambda x, L: F.relu(right_ffn(x, L)), "not clipped"),
+    (lambda x, L: F.relu(x @ L.linear1.weight.T) @ L.linear2.weight.T + L.linear2.bias, "b_1"),
+    (lambda x, L: F.relu(L.linear1(x)) @ L.linear2.weight.T, "b_2"),
+    (lambda x, L: x + right_ffn(x, L), "shortcut"),
+    (lambda x, L: F.relu(x @ L.linear1.weight + L.linear1.bias), "weight.T"),
+    (lambda x, L: F.relu(L.linear1(x)), "hidden layer"),
+    (lambda x, L: right_ffn(x[:1], L), "keep the input's shape"),
+    (lambda x, L: right_ffn(x.view(2, 7, 64), L), "on the second"),
+    (lambda x, L: 1 / 0, "ZeroDivisionError"),
+    (lambda x, L: print(right_ffn(x, L)), "returned None"),
+    (lambda x, L: 2 * right_ffn(x, L), "differs from PyTorch"),
+])
+def test_check_ffn_names_the_mistake(ffn, words, capsys):
+    expect(check_ffn, ffn, words, capsys)
+
+
+def test_untouched_ffn_placeholder_is_not_answered(capsys):
+    def ffn(x, L):
+        """FFN(x) for x of shape (b, n, d_model)."""
+        # your code here
+        ...
+    expect(check_ffn, ffn, "Not answered yet: write the body of ffn", capsys)
+
+
+# --- Your turn 4: the pre-norm layer ------------------------------------------------------------
+
+def norm(x, n, unbiased=False):
+    mu, var = x.mean(-1, keepdim=True), x.var(-1, unbiased=unbiased, keepdim=True)
+    return (x - mu) / torch.sqrt(var + n.eps) * n.weight + n.bias
+
+
+def attn(x, L):
+    return L.self_attn(x, x, x, need_weights=False)[0]
+
+
+def pre_norm(x, L, n=norm, ffn=right_ffn):
+    x = x + attn(n(x, L.norm1), L)
+    return x + ffn(n(x, L.norm2), L)
+
+
+def pre_norm_with_modules(x, L):
+    y = L.norm1(x)
+    x = x + L.self_attn(y, y, y)[0]
+    return x + L.linear2(torch.relu(L.linear1(L.norm2(x))))
+
+
+def normed_shortcut(x, L):
+    x = norm(x, L.norm1)
+    x = x + attn(x, L)
+    x = norm(x, L.norm2)
+    return x + right_ffn(x, L)
+
+
+def post_norm(x, L):
+    x = norm(x + attn(x, L), L.norm1)
+    return norm(x + right_ffn(x, L), L.norm2)
+
+
+def no_shortcut(x, L):
+    y = attn(norm(x, L.norm1), L)
+    return right_ffn(norm(y, L.norm2), L)
+
+
+def swapped_norms(x, L):
+    x = x + attn(norm(x, L.norm2), L)
+    return x + right_ffn(norm(x, L.norm1), L)
+
+
+def plain_norm(x, n):
+    return F.layer_norm(x, x.shape[-1:])
+
+
+def attention_tuple_as_tensor(x, L):
+    y = L.norm1(x)
+    x = x + L.self_attn(y, y, y)
+    return x + right_ffn(L.norm2(x), L)
+
+
+def relu_of_the_tuple(x, L):
+    y = L.norm1(x)
+    x = x + torch.relu(L.self_attn(y, y, y))
+    return x + right_ffn(L.norm2(x), L)
+
+
+def attention_given_one_input(x, L):
+    x = x + L.self_attn(L.norm1(x))[0]
+    return x + right_ffn(L.norm2(x), L)
+
+
+@pytest.mark.parametrize("layer, words", [
+    (pre_norm, None),
+    (pre_norm_with_modules, None),
+    (post_norm, "post-norm"),
+    (normed_shortcut, "shortcut should carry x itself"),
+    (lambda x, L: norm(pre_norm(x, L), L.norm2), "no LayerNorm at the end"),
+    (no_shortcut, "shortcuts are missing"),
+    (swapped_norms, "swapped"),
+    (lambda x, L: pre_norm(x, L, n=plain_norm), "γ and β"),
+    (lambda x, L: pre_norm(x, L, n=lambda t, m: norm(t, m, unbiased=True)), "d − 1"),
+    (lambda x, L: pre_norm(x, L, ffn=lambda t, M: M.linear2(M.linear1(t))), "ReLU is missing"),
+    (lambda x, L: x + attn(norm(x, L.norm1), L), "stopped after the attention"),
+    (attention_tuple_as_tensor, "returns a pair (output, weights)"),
+    (relu_of_the_tuple, "returns a pair (output, weights)"),
+    (attention_given_one_input, "takes query, key and value"),
+    (lambda x, L: pre_norm(x, L, ffn=ffn_with(lambda h: max(0, h))), "Python's max(0, h)"),
+])
+def test_check_pre_norm_names_the_mistake(layer, words, capsys):
+    expect(check_pre_norm, layer, words, capsys)
+
+
+def test_checkers_leave_the_global_random_state_alone(capsys):
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    check_ffn(right_ffn)
+    check_pre_norm(pre_norm)
+    check_self_attention(right)
+    capsys.readouterr()
+    assert torch.equal(torch.rand(3), expected)
+
+
+# --- Your turn 3: the shapes for a 7-letter source -------------------------------------------
+
+@pytest.mark.parametrize("answer, words", [
+    (((1, 4, 7, 7), (1, 7, 256), (1, 7, 64)), None),
+    (([1, 4, 7, 7], torch.Size([1, 7, 256]), (1, 7, 64)), None),
+    (((1, 7, 4, 7), (1, 7, 256), (1, 7, 64)), "swapped"),
+    (((1, 4, 7, 16), (1, 7, 256), (1, 7, 64)), "n × n"),
+    (((1, 4, 5, 5), (1, 7, 256), (1, 7, 64)), "7 letters"),
+    (((1, 4, 7, 7), (1, 7, 64), (1, 7, 64)), "d_model instead of d_ff"),
+    (((1, 4, 7, 7), (1, 7, 256), (1, 7, 256)), "d_ff instead of d_model"),
+    (((1, 4, 7, 7), (1, 7, 256), (1, 4, 7, 16)), "concatenated"),
+    (((1, 4, 7, 7), (1, 7, 256), (2, 3)), "The memory should be 3-dimensional (1, 7, 64)"),
+    ((None, None, None), "Not answered yet"),
+])
+def test_check_shapes_names_the_confusion(answer, words, capsys):
+    passed, printed = run(check_shapes, *answer, capsys=capsys)
+    assert passed == (words is None), printed
+    if words:
+        assert words in printed
+    else:
+        assert "square of the length" in printed
+
+
+# --- Check your understanding ------------------------------------------------------------------
+
+@pytest.mark.parametrize("answer, words", [
+    ("feed-forward", "Check passed. More heads only cut d_model"),
+    (" Feed-Forward ", "Check passed."),
+    ("attention", "More heads do not add parameters"),
+    ("the same", "twice as many (section 6)"),
+    ("ffn", "should be one of 'feed-forward', 'attention', 'the same'"),
+    (None, "Not answered yet"),
+])
+def test_question_more_heads(answer, words, capsys):
+    _, printed = run(check_more_heads, answer, capsys=capsys)
+    assert words in printed, printed
+
+
+def test_more_heads_do_not_change_the_attention_count():
+    """The fact behind question 1, measured."""
+    def count(m):
+        return sum(p.numel() for p in m.parameters())
+    assert count(nn.MultiheadAttention(512, 8)) == count(nn.MultiheadAttention(512, 16)) == 1_050_624
+    assert count(nn.Linear(512, 2048)) + count(nn.Linear(2048, 512)) == 2_099_712
+
+
+@pytest.mark.parametrize("answer, words", [
+    ("layer only", "Check passed. The FFN transforms each position on its own"),
+    ("neither", "token 3's query reads token 1's key"),
+    ("both", "in section 4 token 3 fed alone"),
+    ("ffn only", "the other way round"),
+    ("yes", "should be one of"),
+    (None, "Not answered yet"),
+])
+def test_question_per_position(answer, words, capsys):
+    _, printed = run(check_per_position, answer, capsys=capsys)
+    assert words in printed, printed
+
+
+def test_changing_token_1_moves_the_layer_output_of_token_3_but_not_its_ffn_output():
+    """The fact behind question 2, measured on PyTorch's layer."""
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(64, 4, 256, batch_first=True).eval()
+    x = torch.randn(1, 5, 64)
+    changed = x.clone()
+    changed[0, 0] += 1.0
+    with torch.no_grad():
+        ffn = layer.linear2(F.relu(layer.linear1(x)))
+        ffn_changed = layer.linear2(F.relu(layer.linear1(changed)))
+        assert torch.equal(ffn[0, 2], ffn_changed[0, 2])
+        assert (layer(x)[0, 2] - layer(changed)[0, 2]).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("answer, words", [
+    ((768, 64), "Check passed. W_Q^(i) turns each token's 768 numbers"),
+    ([768, 64], "Check passed."),
+    ((768, 768), "all 12 heads side by side"),
+    ((64, 64), "whole vector"),
+    ((64, 768), "Rows and columns are swapped"),
+    ((768, 12), "number of heads, not a width"),
+    ((12, 768, 64), "stacks the matrices"),
+    ((1, 2, 3), "work out d_k"),
+    ("768, 64", "tuple"),
+    (None, "Not answered yet"),
+])
+def test_question_head_matrix(answer, words, capsys):
+    _, printed = run(check_head_matrix, answer, capsys=capsys)
+    assert words in printed, printed
