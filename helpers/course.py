@@ -14,7 +14,7 @@ NOTEBOOKS = [
     ("01_positions", "Positions",
      "Embeddings × √d_model plus sinusoidal positions; shifts are rotations.", 45),
     ("02_layer_norm", "Layer norm",
-     "LayerNorm by hand, batch norm, shortcut gradients, post-norm vs pre-norm, RMSNorm.", 45),
+     "LayerNorm by hand, batch norm, shortcut gradients, post-norm vs pre-norm, RMSNorm.", 55),
     ("03_encoder_layer", "Encoder layer",
      "Multi-head attention and a full post-norm encoder layer equal to PyTorch's.", 70),
     ("04_cross_attention", "Cross-attention",

@@ -223,8 +223,8 @@ def check_what_moves_layer_norm(answer_2):
     """Of the four changes, only γ and β (moved by training) change layer norm's output for c."""
     return choices(
         answer_2, "answer_2", ["a", "b", "c", "d"], {"d"},
-        "Layer norm sees only the token's own numbers, minus their mean and over their spread; after "
-        "that only γ and β act, and training moves them.",
+        "Layer norm computes μ and σ from the token's own numbers only, and a shift of all of them "
+        "cancels in x − μ; after that only γ and β act, and training moves them.",
         {"a": "Layer norm uses only the token's own 8 numbers: section 5's table shows a change of "
               "0.000 in every batch. It is batch norm that moves with the other sentences.",
          "b": "Padding tokens are other rows of the batch; a row is normalised from its own numbers "
