@@ -122,14 +122,22 @@ def execute_alone(notebook, remote, out):
         print(json.dumps({"seconds": round(time.perf_counter() - start, 1), "error": error}))
 
 
+def find_python(version):
+    """An interpreter of that version: python3.X on PATH, or one that pyenv installed."""
+    pyenv = pathlib.Path(os.environ.get("PYENV_ROOT", pathlib.Path.home() / ".pyenv"))
+    for candidate in [shutil.which(f"python{version}"),
+                      *sorted(map(str, pyenv.glob(f"versions/{version}*/bin/python{version}")))]:
+        if candidate and subprocess.run([candidate, "-c", ""], capture_output=True).returncode == 0:
+            return candidate
+    raise SystemExit(f"No working python{version} here: install it, or name another platform "
+                     "as torch=X,python=Y.")
+
+
 def environment(torch_version, python_version):
     """The Python executable of a cached venv with torch_version on python_version (built once)."""
     if torch_version is None:
         return sys.executable
-    python = shutil.which(f"python{python_version}")
-    if python is None:
-        raise SystemExit(f"python{python_version} is not on PATH: install it, or name another "
-                         "platform as torch=X,python=Y.")
+    python = find_python(python_version)
     venv = CACHE / f"python{python_version}-torch{torch_version.replace('*', 'x')}"
     exe = venv / "bin" / "python"
     if not (venv / "ready").exists():

@@ -18,7 +18,8 @@ def test_one_notebook_alone_reproduces_its_stored_outputs():
 def test_a_changed_output_is_counted_and_shown(tmp_path):
     stored = notebooks.SOLUTIONS / "01_positions.ipynb"
     nb = nbformat.read(stored, as_version=4)
-    cell = next(c for c in nb.cells if c.cell_type == "code" and any(o.output_type == "stream" for o in c.outputs))
+    cell = next(c for c in nb.cells
+                if c.cell_type == "code" and any(o.output_type == "stream" for o in c.outputs))
     stream = next(o for o in cell.outputs if o.output_type == "stream")
     stream.text = "a different number 1.234\n" + stream.text
     changed = tmp_path / "changed.ipynb"
