@@ -73,3 +73,68 @@ BASE = dict(vocab=37_000, d_model=512, h=8, d_ff=2048, N=6)                 # pa
 TINY = dict(vocab=13, d_model=64, h=4, d_ff=256, N=2)                       # the reversal model
 GPT2_SMALL = dict(vocab=50_257, context=1024, d_model=768, h=12, N=12)
 SMOLLM2_135M = dict(vocab=49_152, d_model=576, h=9, h_kv=3, d_ff=1536, N=30)
+
+
+# --- Llama-style models (SmolLM2) from a Hugging Face config, and the KV cache ---------------
+
+def llama_sizes(config):
+    """The sizes of smollm2_params from a Hugging Face config dict (config.json's field names)."""
+    return dict(vocab=config["vocab_size"], d_model=config["hidden_size"],
+                h=config["num_attention_heads"], h_kv=config["num_key_value_heads"],
+                d_ff=config["intermediate_size"], N=config["num_hidden_layers"],
+                tied=bool(config.get("tie_word_embeddings", True)))
+
+
+def llama_modules(vocab, d_model, h, h_kv, d_ff, N, tied=True):
+    """Modules with a Llama-style decoder's shapes (the names of the Llama code), to be counted.
+
+    No forward pass: embed_tokens, N layers of q/k/v/o projections, gate/up/down projections and
+    two RMSNorms, a final RMSNorm, and lm_head (the embedding itself when tied). Build it under
+    ``with torch.device("meta")`` to count a large one without memory.
+    """
+    from torch import nn
+
+    d_k = d_model // h
+
+    def layer():
+        return nn.ModuleDict({
+            "q_proj": nn.Linear(d_model, h * d_k, bias=False),
+            "k_proj": nn.Linear(d_model, h_kv * d_k, bias=False),
+            "v_proj": nn.Linear(d_model, h_kv * d_k, bias=False),
+            "o_proj": nn.Linear(h * d_k, d_model, bias=False),
+            "gate_proj": nn.Linear(d_model, d_ff, bias=False),
+            "up_proj": nn.Linear(d_model, d_ff, bias=False),
+            "down_proj": nn.Linear(d_ff, d_model, bias=False),
+            "input_layernorm": nn.RMSNorm(d_model),
+            "post_attention_layernorm": nn.RMSNorm(d_model)})
+
+    model = nn.ModuleDict({"embed_tokens": nn.Embedding(vocab, d_model),
+                           "layers": nn.ModuleList(layer() for _ in range(N)),
+                           "norm": nn.RMSNorm(d_model),
+                           "lm_head": nn.Linear(d_model, vocab, bias=False)})
+    if tied:
+        model["lm_head"].weight = model["embed_tokens"].weight
+    return model
+
+
+def kv_cache_bytes(n_layers, n_kv_heads, head_dim, tokens, batch=1, bytes_per_number=2):
+    """Memory of the keys and values a decoder keeps while it generates (the KV cache), in bytes.
+
+    2 (keys and values) x layers x key-value heads x head size numbers per token, for every token
+    of every sequence in the batch; bytes_per_number 2 for bfloat16/float16, 4 for float32.
+    """
+    return 2 * n_layers * n_kv_heads * head_dim * tokens * batch * bytes_per_number
+
+
+# Hugging Face configurations (the fields of config.json that fix the count; rotary positions
+# and RMSNorm's eps have no parameters).
+SMOLLM2_135M_CONFIG = {
+    "hidden_size": 576, "intermediate_size": 1536, "num_attention_heads": 9,
+    "num_key_value_heads": 3, "num_hidden_layers": 30, "vocab_size": 49_152,
+    "tie_word_embeddings": True, "attention_bias": False, "mlp_bias": False, "hidden_act": "silu",
+    "rms_norm_eps": 1e-05, "max_position_embeddings": 8192, "rope_theta": 100000.0}
+SMOLLM2_360M_CONFIG = {
+    "hidden_size": 960, "intermediate_size": 2560, "num_attention_heads": 15,
+    "num_key_value_heads": 5, "num_hidden_layers": 32, "vocab_size": 49_152,
+    "tie_word_embeddings": True, "attention_bias": False, "mlp_bias": False, "hidden_act": "silu",
+    "rms_norm_eps": 1e-05, "max_position_embeddings": 8192, "rope_theta": 100000.0}
