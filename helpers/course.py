@@ -22,7 +22,7 @@ NOTEBOOKS = [
     ("05_training_recipe", "Training recipe",
      "Adam, warmup, dropout, label smoothing; train the reversal model and watch it decode.", 50),
     ("06_parameter_count", "Parameter count",
-     "63,082,496 for the base model, GPT-2 small and SmolLM2-135M counted and checked.", 45),
+     "63,082,496 for the base model, GPT-2 small and SmolLM2-135M counted and checked.", 60),
     ("07_masks_and_shuffle_test", "Masks and the shuffle test",
      "Why positions matter, padding and causal masks, and the inverted-mask pitfall.", 45),
 ]
