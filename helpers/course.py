@@ -18,7 +18,7 @@ NOTEBOOKS = [
     ("03_encoder_layer", "Encoder layer",
      "Multi-head attention and a full post-norm encoder layer equal to PyTorch's.", 70),
     ("04_cross_attention", "Cross-attention",
-     "Decoder layer, cross-attention, tied output; the whole model equal to nn.Transformer.", 45),
+     "Decoder layer, cross-attention, tied output; the whole model equal to nn.Transformer.", 60),
     ("05_training_recipe", "Training recipe",
      "Adam, warmup, dropout, label smoothing; train the reversal model and watch it decode.", 50),
     ("06_parameter_count", "Parameter count",

@@ -107,3 +107,42 @@ def test_keep_attention_weights_gives_the_shapes_of_the_lesson():
     assert torch.equal(layer.self_attn.weights[0, 0].triu(1), torch.zeros(6, 6))    # causal
     keep_attention_weights(model, False)
     assert layer.cross_attn.weights is None
+
+
+def test_figure_one_shapes_are_those_of_a_real_run():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from helpers.figures import draw_transformer, transformer_shapes
+    for vocab, d, h, d_ff, n_layers, batch, n_src, n_tgt in ((13, 64, 4, 256, 2, 1, 5, 6),
+                                                           (20, 32, 2, 64, 1, 3, 7, 4)):
+        torch.manual_seed(0)
+        model = Transformer(vocab, d, h, d_ff, n_layers).eval()
+        keep_attention_weights(model)
+        hidden = {}
+        enc, dec = model.encoder_layers[0], model.decoder_layers[0]
+        hooks = [enc.linear1.register_forward_hook(lambda m, i, o, kept=hidden: kept.update(enc=o)),
+                 dec.linear1.register_forward_hook(lambda m, i, o, kept=hidden: kept.update(dec=o))]
+        src, tgt = torch.randint(3, vocab, (batch, n_src)), torch.randint(3, vocab, (batch, n_tgt))
+        with torch.no_grad():
+            memory = model.encode(src)
+            logits = model.decode(tgt, memory, src)
+        for hook in hooks:
+            hook.remove()
+        measured = {"source ids": src, "source embedded": model.embed(src),
+                    "encoder self-attention weights": enc.self_attn.weights,
+                    "encoder FFN hidden": hidden["enc"], "memory": memory, "decoder input ids": tgt,
+                    "target embedded": model.embed(tgt),
+                    "decoder masked self-attention weights": dec.self_attn.weights,
+                    "cross-attention weights": dec.cross_attn.weights, "decoder FFN hidden": hidden["dec"],
+                    "logits": logits, "probabilities": logits.softmax(-1)}
+        shapes = transformer_shapes(vocab, d, h, d_ff, n_layers, n_src, n_tgt, batch)
+        for name, t in measured.items():
+            assert shapes[name] == tuple(t.shape), name
+        fig, drawn = draw_transformer(vocab, d, h, d_ff, n_layers, n_src, n_tgt, batch)
+        texts = " ".join(t.get_text() for t in fig.axes[0].texts)
+        assert drawn == shapes and fig.axes[0].get_title()
+        for name in ("memory", "cross-attention weights", "logits", "source ids", "decoder input ids"):
+            assert str(shapes[name]).replace(",)", ")") in texts, name
+        plt.close(fig)

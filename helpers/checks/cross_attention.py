@@ -1,8 +1,16 @@
-"""Checks for notebook 04 (cross-attention): the shapes of a 7-letter example through the whole
-tiny model (d_model 64, 4 heads, d_ff 256, vocabulary 13), and which attention is not square.
+"""Checks for notebook 04 (cross-attention): a whole post-norm decoder layer on a padded batch,
+the shapes of a 7-letter example through the tiny model (d_model 64, 4 heads, d_ff 256,
+vocabulary 13), and the questions of "Check your understanding".
 """
 
-from helpers.checks import Hint, checker, number, shape
+import copy
+import math
+
+import torch
+from torch import nn
+
+from helpers.attention import causal_mask
+from helpers.checks import Hint, Passed, call, checker, choice, choices, number, shape
 
 EXPECTED = {
     "source embedded": (1, 7, 64),
@@ -118,3 +126,309 @@ def check_guided_shapes(shapes, hidden_cells, not_square):
     _check_dict(shapes)
     _check_hidden(hidden_cells)
     _check_not_square(not_square)
+
+
+# --- The central exercise: a whole decoder layer on a padded batch ----------------------------
+
+D_MODEL, HEADS, D_FF = 64, 4, 256
+LAYER = "my_decoder_layer(y, memory, src_pad, L)"
+RIGHT_STEPS = ("1. y = norm1(y + self-attention of y with the causal mask); 2. y = norm2(y + "
+               "cross-attention with queries from y, keys and values from memory, the padded source "
+               "tokens hidden as keys); 3. y = norm3(y + FFN(y)), the FFN being linear1, ReLU, linear2")
+
+
+def _case(seed, n_tgt, lengths):
+    """A moved post-norm nn.TransformerDecoderLayer (eval), y, memory and the source padding mask."""
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    layer = nn.TransformerDecoderLayer(D_MODEL, HEADS, D_FF, dropout=0.1, batch_first=True,
+                                       norm_first=False)
+    with torch.no_grad():
+        for p in layer.parameters():
+            p.add_(0.1 * torch.randn(p.shape, generator=g))
+    n_src = max(lengths)
+    y = torch.randn(len(lengths), n_tgt, D_MODEL, generator=g)
+    memory = torch.randn(len(lengths), n_src, D_MODEL, generator=g)
+    src_pad = torch.arange(n_src)[None, :] >= torch.tensor(lengths)[:, None]   # True = padding
+    return layer.eval(), y, memory, src_pad
+
+
+def _truth(layer, y, memory, src_pad):
+    """nn.TransformerDecoderLayer itself, in float64, with the causal and the padding masks."""
+    ref = copy.deepcopy(layer).double()
+    with torch.no_grad():
+        return ref(y.double(), memory.double(), tgt_mask=causal_mask(y.shape[1]),
+                   memory_key_padding_mask=src_pad)
+
+
+def _attend(q_in, kv_in, attn, hidden=None):
+    """Multi-head attention with the weights of attn (float64); hidden: True = -inf in the scores."""
+    b, n_q, d = q_in.shape
+    h = attn.num_heads
+    w, bias = attn.in_proj_weight.double(), attn.in_proj_bias.double()
+    q, k, v = (t.view(b, -1, h, d // h).transpose(1, 2) for t in (
+        q_in @ w[:d].T + bias[:d], kv_in @ w[d:2 * d].T + bias[d:2 * d], kv_in @ w[2 * d:].T + bias[2 * d:]))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d // h)
+    if hidden is not None:
+        scores = scores.masked_fill(hidden, float("-inf"))
+    heads = (torch.softmax(scores, dim=-1) @ v).transpose(1, 2).reshape(b, n_q, d)
+    return heads @ attn.out_proj.weight.double().T + attn.out_proj.bias.double()
+
+
+def _norm(x, norm):
+    return torch.nn.functional.layer_norm(x, x.shape[-1:], norm.weight.double(), norm.bias.double(),
+                                          norm.eps)
+
+
+def _layer(y, memory, src_pad, L, self_hidden="causal", cross_hidden="keys", cross_from="memory",
+           queries_from="y", wiring=("post", "post", "post"), norms=(1, 2, 3), relu=True):
+    """The decoder layer with one mistake or another; float64. None when the mistake cannot run."""
+    y, memory = y.double(), memory.double()
+    n_t, n_s = y.shape[1], memory.shape[1]
+    nt_by_ns = torch.ones(n_t, n_s, dtype=torch.bool).triu(1)
+    keys, rows = src_pad[:, None, None, :], src_pad[:, None, :, None]
+    masks = {"causal": causal_mask(n_t), None: None, "keys": keys, "inverted": ~keys,
+             "causal+keys": nt_by_ns | keys, "cross causal": nt_by_ns, "rows": rows}
+    norm = [getattr(L, f"norm{i}") for i in norms]
+
+    def cross(x):
+        return _attend(memory if queries_from == "memory" else x,
+                       memory if cross_from == "memory" else x, L.multihead_attn, masks[cross_hidden])
+
+    def ffn(x):
+        hidden = x @ L.linear1.weight.double().T + L.linear1.bias.double()
+        hidden = torch.relu(hidden) if relu else hidden
+        return hidden @ L.linear2.weight.double().T + L.linear2.bias.double()
+
+    sublayers = [lambda x: _attend(x, x, L.self_attn, masks[self_hidden]), cross, ffn]
+    try:
+        for sub, n, how in zip(sublayers, norm, wiring, strict=True):
+            if how == "post":
+                y = _norm(y + sub(y), n)
+            elif how == "pre":
+                y = y + sub(_norm(y, n))
+            elif how == "norm sublayer":
+                y = y + _norm(sub(y), n)
+            elif how == "no norm":
+                y = y + sub(y)
+            elif how == "no residual":
+                y = _norm(sub(y), n)
+    except RuntimeError:     # a mask or a swap whose shapes cannot fit this batch
+        return None
+    return y
+
+
+def _layer_mistakes():
+    """(hint, keyword arguments of _layer), the likely mistakes first."""
+    causal = ("You applied the causal mask to the cross-attention: the whole source is known from "
+              "the start, so the cross-attention hides only the source's padding (sections 2 and 3).")
+    yield causal, {"cross_hidden": "causal+keys"}
+    yield causal, {"cross_hidden": "cross causal"}
+    swapped = ("Queries and keys are swapped in the cross-attention: the queries come from the "
+               "decoder (y), the keys and values from the memory (section 2).")
+    for hidden in ("keys", None, "rows"):
+        yield swapped, {"queries_from": "memory", "cross_from": "y", "cross_hidden": hidden}
+    yield ("The padding mask is missing in the cross-attention: the padded source tokens get weight. "
+           "Hide them as keys, with src_pad reshaped to (batch, 1, 1, n_src) (section 3).",
+           {"cross_hidden": None})
+    yield ("The padding mask is inverted: src_pad is True on the padding, the positions to hide; "
+           "~src_pad hides the real tokens instead (section 3).", {"cross_hidden": "inverted"})
+    yield ("The padding is hidden on the query axis: a padded source token is a key that no decoder "
+           "position may read, so the mask is (batch, 1, 1, n_src), not (batch, 1, n_src, 1) "
+           "(section 3).", {"cross_hidden": "rows"})
+    never_read = ("The second sublayer never reads the memory: in the cross-attention the keys and "
+                  "values come from the memory, the queries from y (section 2).")
+    for hidden in ("keys", None, "causal"):
+        yield never_read, {"cross_from": "y", "cross_hidden": hidden}
+    yield ("The self-attention has no causal mask: each decoder position may read only itself and "
+           "the positions before it, causal_mask(n_tgt) (section 1).", {"self_hidden": None})
+    yield ("You wrote pre-norm, y + Sublayer(LayerNorm(y)): this layer is post-norm (norm_first=False, "
+           "as in the paper), y = LayerNorm(y + Sublayer(y)).", {"wiring": ("pre",) * 3})
+    yield ("A norm is in the wrong place: normalise the sum y + Sublayer(y), not the sublayer's "
+           "output alone.", {"wiring": ("norm sublayer",) * 3})
+    names = ("masked self-attention", "cross-attention", "feed-forward layer")
+    for i, name in enumerate(names):
+        wiring = ["post"] * 3
+        wiring[i] = "no norm"
+        yield (f"The LayerNorm after the {name} (L.norm{i + 1}) is missing: each of the three "
+               "sublayers ends with add & norm.", {"wiring": tuple(wiring)})
+        wiring[i] = "pre"
+        yield (f"The LayerNorm of the {name} (L.norm{i + 1}) is in the wrong place: post-norm "
+               "normalises after the addition, LayerNorm(y + Sublayer(y)).", {"wiring": tuple(wiring)})
+        wiring[i] = "no residual"
+        yield (f"The residual connection around the {name} is missing: add the sublayer's input "
+               "before the norm, LayerNorm(y + Sublayer(y)).", {"wiring": tuple(wiring)})
+    yield ("The norms are mixed up: norm1 follows the self-attention, norm2 the cross-attention, "
+           "norm3 the feed-forward layer.", {"norms": (1, 1, 1)})
+    for order in ((2, 1, 3), (1, 3, 2), (3, 2, 1), (2, 3, 1), (3, 1, 2)):
+        yield ("The norms are mixed up: norm1 follows the self-attention, norm2 the cross-attention, "
+               "norm3 the feed-forward layer.", {"norms": order})
+    yield "The feed-forward layer has lost its ReLU: linear2(relu(linear1(y))).", {"relu": False}
+
+
+def _matches(got, wrong, tol=1e-4):
+    """got equals wrong (same shape, NaN at the same places, close elsewhere)."""
+    if wrong is None or got.shape != wrong.shape:
+        return False
+    nan = torch.isnan(wrong)
+    if not torch.equal(torch.isnan(got), nan):
+        return False
+    return bool(((got - wrong).abs()[~nan] <= tol).all()) if (~nan).any() else True
+
+
+def _as_output(out):
+    """The learner's output as a float64 tensor, NaN kept (checked against the mistakes first)."""
+    if isinstance(out, (tuple, list)) and out and isinstance(out[0], torch.Tensor):
+        raise Hint(f"my_decoder_layer should return one tensor, got a {type(out).__name__} of "
+                   f"{len(out)} items (return only the layer's output, (batch, n_tgt, d_model)).")
+    if not isinstance(out, torch.Tensor):
+        raise Hint(f"my_decoder_layer should return a torch tensor, got {type(out).__name__}.")
+    if out.is_complex() or out.dtype == torch.bool:
+        raise Hint(f"my_decoder_layer should return real numbers, got dtype {out.dtype}.")
+    return out.detach().to(torch.float64)
+
+
+def _diagnose(got, y, memory, src_pad, L):
+    """The hint of the first mistake whose output equals got, or None."""
+    for hint, how in _layer_mistakes():
+        if _matches(got, _layer(y, memory, src_pad, L, **how)):
+            return hint
+    return None
+
+
+def _diagnose_square(fn):
+    """Run fn on a batch where n_tgt = n_src (5), so that a swap or a mask on the wrong axis
+    runs instead of failing, and name the mistake it makes there (or None)."""
+    L, y, memory, src_pad = _case(2, 5, (5, 3, 4))
+    try:
+        got = _as_output(call(fn, LAYER, y, memory, src_pad, L))
+    except Hint:
+        return None
+    if _matches(got, _truth(L, y, memory, src_pad)):
+        return None
+    return _diagnose(got, y, memory, src_pad, L)
+
+
+@checker
+def check_decoder_layer(fn):
+    """The learner's post-norm decoder layer against nn.TransformerDecoderLayer on padded batches."""
+    cases = ((0, 6, (5, 3, 4)), (1, 4, (7, 2)))
+    for number_, (seed, n_tgt, lengths) in enumerate(cases):
+        L, y, memory, src_pad = _case(seed, n_tgt, lengths)
+        try:
+            got = _as_output(call(fn, LAYER, y, memory, src_pad, L))
+        except Hint as h:
+            if " raised " not in str(h):
+                raise
+            found = _diagnose_square(fn)
+            if found:
+                return found
+            said = str(h).split(" (check each tensor's shape")[0]
+            if "size of tensor" in said or "must match" in said or "shape" in said:
+                return (f"{said}. In the cross-attention the scores are (batch, heads, n_tgt, n_src): "
+                        "queries from y, keys and values from memory, the padding mask as "
+                        "(batch, 1, 1, n_src).")
+            return str(h)
+        want = _truth(L, y, memory, src_pad)
+        if _matches(got, want):
+            continue
+        found = _diagnose(got, y, memory, src_pad, L)
+        if found:
+            return found
+        b, n_src = src_pad.shape
+        if got.shape == (b, n_src, D_MODEL) and n_src != n_tgt:
+            return ("Your output has one row per source token: the queries of the cross-attention "
+                    "come from the decoder (y), so the layer keeps y's shape (batch, n_tgt, d_model).")
+        if got.shape != want.shape:
+            return f"The output should have y's shape {tuple(want.shape)}, got {tuple(got.shape)}."
+        if torch.isnan(got).any():
+            return ("Your output contains NaN: some query has every key hidden (a softmax over only "
+                    "-inf). Check which positions each mask hides.")
+        if number_ > 0:
+            return (f"Right on the first batch but not on a second one (n_tgt {n_tgt}, n_src "
+                    f"{max(lengths)}): use the sizes of the tensors you are given, not fixed numbers.")
+        return f"Not the post-norm decoder layer yet: {RIGHT_STEPS}."
+    return Passed("Your layer equals nn.TransformerDecoderLayer (post-norm, evaluation mode) on two "
+                  "padded batches of different sizes.")
+
+
+# --- Check your understanding -----------------------------------------------------------------
+
+def _in_order(x, name, options):
+    """Raise the placeholder or not-an-option hint listing the options in their own order (the
+    shared one lists the right option first, which would give it away)."""
+    listed = ", ".join(repr(o) for o in options)
+    if x is None or x is Ellipsis:
+        raise Hint(f"Not answered yet: set {name} to one of {listed}.")
+    if not isinstance(x, str):
+        raise Hint(f"{name} should be one of the strings {listed}, got {type(x).__name__}.")
+    if " ".join(x.strip().strip("'\"").lower().split()) not in options:
+        raise Hint(f"{name} should be one of {listed}, got {x!r}.")
+    return x
+
+
+@checker
+def check_where_qkv_come_from(answer_1):
+    """Cross-attention: queries from the decoder, keys and values from the memory ("b")."""
+    return choice(
+        _in_order(answer_1, "answer_1", ["a", "b", "c", "d"]), "answer_1", "b",
+        "Each decoder position asks its question (the query); the source answers through the "
+        "memory's keys (what to match) and values (what to take).",
+        {"a": "Swapped: the queries come from the decoder, each target position asking its question; "
+              "the keys and values come from the memory, the source's answers (section 2).",
+         "c": "Keys and values come from the memory, not the decoder: a position compares its query "
+              "with the source tokens' keys, then takes those same tokens' values (section 2).",
+         "d": "That is the decoder's own self-attention: in the cross-attention the keys and values "
+              "come from the memory, which is how the source enters every decoder layer (section 2)."})
+
+
+CROSS_SHAPE_HINTS = {
+    (3, 4, 5, 6): "Rows are the queries, from the decoder (6 positions); columns are the keys, from "
+                  "the memory (5 source tokens): (batch, heads, 6, 5) (section 2).",
+    (3, 4, 6, 6): "The keys come from the memory, 5 source tokens, not from the decoder's 6 positions "
+                  "(section 2).",
+    (3, 4, 5, 5): "The queries come from the decoder: one row per target position, 6 of them "
+                  "(section 2).",
+    (3, 6, 5): "Keep the head axis: each of the 4 heads has its own 6 × 5 table (section 2 prints "
+               "(1, 4, 6, 5) for one pair).",
+    (1, 4, 6, 5): "That is for one pair; the batch here holds 3, and the batch axis comes first.",
+    (4, 6, 5): "Keep the batch axis first: 3 pairs, each with 4 tables of 6 × 5.",
+    (3, 4, 6, 16): "(6, 16) is one head's queries (d_k = 64 / 4 = 16); the weights hold one number per "
+                   "query and key (section 2).",
+    (3, 6, 5, 4): "The head axis comes second, as nn.MultiheadAttention gives it with "
+                  "average_attn_weights=False: (batch, heads, queries, keys) (section 2).",
+    (3, 6, 4, 5): "The head axis comes second, as nn.MultiheadAttention gives it with "
+                  "average_attn_weights=False: (batch, heads, queries, keys) (section 2).",
+}
+
+
+@checker
+def check_cross_weights_shape(answer_2):
+    """The cross-attention weights for 3 pairs, 6 targets, 5 sources, 4 heads: (3, 4, 6, 5)."""
+    got = shape(answer_2, "answer_2")
+    if got == (3, 4, 6, 5):
+        return Passed("(batch, heads, target positions, source tokens): one row per query from the "
+                      "decoder, one column per key from the memory, and no reason to be square.")
+    return CROSS_SHAPE_HINTS.get(got, "The weights are (batch, heads, target positions, source tokens): "
+                                      "count each axis for 3 pairs, 4 heads, 6 targets, 5 sources "
+                                      "(section 2).")
+
+
+@checker
+def check_decoder_masks(answer_3):
+    """The masks a decoder layer needs for this course's padded batches: {"a", "b"}."""
+    return choices(
+        answer_3, "answer_3", ["a", "b", "c", "d"], {"a", "b"},
+        "The causal mask keeps each position from reading the token it must write; the source "
+        "padding mask keeps padded source tokens out of the cross-attention; padding at the end of "
+        "the target is already behind every real position, and the loss skips it.",
+        {"a": "The decoder's self-attention needs the causal mask: without it a position reads the "
+              "token it has to write, which sits one place further in its own input (section 1).",
+         "b": "The cross-attention must hide the source's padding: otherwise decoder positions read "
+              "padded memory rows, and the answer depends on how much padding a batch has "
+              "(section 3).",
+         "c": "No target padding mask is needed here: the padding sits at the end, so the causal "
+              "mask already hides it from every real position, and the loss ignores the padded "
+              "positions' own outputs (section 3).",
+         "d": "The cross-attention has no causal mask: the whole source is known from the start, "
+              "and every decoder position may read all of it (section 2)."})

@@ -1,0 +1,188 @@
+"""Drawings the notebooks share.
+
+``draw_transformer`` draws the paper's Figure 1 (the encoder–decoder) for a given size, with the
+tensor shape written on every arrow. The shapes are computed from the configuration and the
+example's sizes by ``transformer_shapes``, so a notebook can check them against a real run.
+"""
+
+import matplotlib.pyplot as plt
+from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
+
+# The paper's colours, roughly: attention orange, add & norm yellow, feed-forward blue, ...
+COLOURS = {"attention": "#fbd9b0", "norm": "#f4f1b5", "ffn": "#c9e4f6", "embedding": "#f8d3d6",
+           "linear": "#dcd6f2", "softmax": "#cfe9cf", "stack": "#f2f2f2"}
+
+
+def transformer_shapes(vocab, d_model, heads, d_ff, n_layers, n_src, n_tgt, batch=1):
+    """The shape of every tensor the figure names, for one batch of the given sizes."""
+    return {
+        "source ids": (batch, n_src),
+        "source embedded": (batch, n_src, d_model),
+        "encoder self-attention weights": (batch, heads, n_src, n_src),
+        "encoder FFN hidden": (batch, n_src, d_ff),
+        "memory": (batch, n_src, d_model),
+        "decoder input ids": (batch, n_tgt),
+        "target embedded": (batch, n_tgt, d_model),
+        "decoder masked self-attention weights": (batch, heads, n_tgt, n_tgt),
+        "cross-attention weights": (batch, heads, n_tgt, n_src),
+        "decoder FFN hidden": (batch, n_tgt, d_ff),
+        "decoder output": (batch, n_tgt, d_model),
+        "logits": (batch, n_tgt, vocab),
+        "probabilities": (batch, n_tgt, vocab),
+    }
+
+
+def _fmt(shape):
+    return "(" + ", ".join(str(n) for n in shape) + ")"
+
+
+def _box(ax, x, y, w, h, text, colour, size=9):
+    """A rounded box centred on x whose bottom is at y; returns (bottom, top)."""
+    ax.add_patch(FancyBboxPatch((x - w / 2, y), w, h, boxstyle="round,pad=0.02,rounding_size=0.12",
+                                facecolor=colour, edgecolor="black", linewidth=1))
+    ax.text(x, y + h / 2, text, ha="center", va="center", fontsize=size)
+    return y, y + h
+
+
+def _arrow(ax, x0, y0, x1, y1, label=None, side="right", dashed=False, colour="black"):
+    """An arrow from (x0, y0) to (x1, y1), with a shape label beside its middle."""
+    ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=11,
+                                 linewidth=1.1, color=colour, linestyle="--" if dashed else "-",
+                                 shrinkA=0, shrinkB=0))
+    if label:
+        dx = 0.12 if side == "right" else -0.12
+        ax.text((x0 + x1) / 2 + dx, (y0 + y1) / 2, label, ha="left" if side == "right" else "right",
+                va="center", fontsize=8.5, color="#1f4e9c", family="monospace")
+
+
+def _residual(ax, x_side, y_from, y_into, x_box_edge, x_stream):
+    """A dashed shortcut: from the stream below a sublayer, around it, into the add & norm box."""
+    ax.plot([x_stream, x_side, x_side], [y_from, y_from, y_into], color="grey", linestyle="--",
+            linewidth=1)
+    ax.add_patch(FancyArrowPatch((x_side, y_into), (x_box_edge, y_into), arrowstyle="-|>",
+                                 mutation_scale=9, color="grey", linestyle="--", linewidth=1,
+                                 shrinkA=0, shrinkB=0))
+
+
+def draw_transformer(vocab, d_model, heads, d_ff, n_layers, n_src, n_tgt, batch=1,
+                     src_words=None, tgt_words=None, out_words=None, title=None):
+    """The paper's Figure 1 for this configuration and example sizes, shapes on every arrow.
+
+    src_words / tgt_words / out_words: optional text shown under the inputs and above the
+    output (e.g. "c a b e d"). Returns (figure, the dictionary of transformer_shapes).
+    """
+    s = transformer_shapes(vocab, d_model, heads, d_ff, n_layers, n_src, n_tgt, batch)
+    fig, ax = plt.subplots(figsize=(12, 12))
+    ax.set_xlim(0, 16)
+    ax.set_ylim(-0.9, 17.7)
+    ax.axis("off")
+    w, gap = 4.6, 0.85                       # box width, length of an arrow between two boxes
+    xe, xd = 4.1, 11.5                        # centre of the encoder and of the decoder column
+    d_k = d_model // heads
+
+    def stack(x, parts, y0, side):
+        """Boxes bottom to top from y0; arrows between them carry the stream's shape."""
+        tops, edges = [], []
+        y = y0
+        for i, (text, colour, h, label) in enumerate(parts):
+            if i:
+                _arrow(ax, x, y, x, y + gap, label, side)
+                y += gap
+            bottom, top = _box(ax, x, y, w, h, text, colour)
+            edges.append((bottom, top))
+            tops.append(top)
+            y = top
+        return edges
+
+    # --- inputs, embeddings, positions (both columns) -----------------------------------------
+    for x, ids, emb, words, name in ((xe, "source ids", "source embedded", src_words, "Inputs"),
+                                     (xd, "decoder input ids", "target embedded", tgt_words,
+                                      "Outputs (shifted right)")):
+        label = name + (f': "{words}"' if words else "")
+        ax.text(x, -0.55, label, ha="center", va="center", fontsize=10)
+        side = "right" if x == xe else "left"
+        _arrow(ax, x, -0.3, x, 0.6, _fmt(s[ids]), side)
+        _box(ax, x, 0.6, w, 0.8, f"{'Input' if x == xe else 'Output'} Embedding\n"
+             f"E[token] × √{d_model}  (shared E: {vocab} × {d_model})", COLOURS["embedding"], 9)
+        _arrow(ax, x, 1.4, x, 2.05, _fmt(s[emb]), side)
+        ax.add_patch(Circle((x, 2.3), 0.25, facecolor="white", edgecolor="black"))
+        ax.text(x, 2.3, "+", ha="center", va="center", fontsize=13)
+        side_x = x - 0.45 if x == xe else x + 0.45
+        ax.text(side_x, 2.3, "Positional\nEncoding (sin/cos)", ha="right" if x == xe else "left",
+                va="center", fontsize=8.5)
+
+    # --- encoder stack ---------------------------------------------------------------------
+    se = _fmt(s["source embedded"])
+    enc = [(f"Multi-Head Attention\n{heads} heads of d_k = {d_k}\nweights "
+            f"{_fmt(s['encoder self-attention weights'])}", COLOURS["attention"], 1.15, None),
+           ("Add & Norm", COLOURS["norm"], 0.5, se),
+           (f"Feed Forward\n{d_model} → {d_ff} → {d_model}, ReLU\nhidden {_fmt(s['encoder FFN hidden'])}",
+            COLOURS["ffn"], 1.15, se),
+           ("Add & Norm", COLOURS["norm"], 0.5, se)]
+    y_block = 3.35
+    _arrow(ax, xe, 2.55, xe, y_block + 0.35, se, "right")
+    enc_edges = stack(xe, enc, y_block + 0.35, "right")
+    enc_top = enc_edges[-1][1] + 0.25
+    ax.add_patch(FancyBboxPatch((xe - w / 2 - 0.55, y_block), w + 1.1, enc_top - y_block,
+                                boxstyle="round,pad=0.02,rounding_size=0.25", facecolor="none",
+                                edgecolor="#555555", linewidth=1.3, zorder=0))
+    ax.text(xe - w / 2 - 0.75, (y_block + enc_top) / 2, f"{n_layers}×", ha="right", va="center",
+            fontsize=13)
+    for sub, norm in ((0, 1), (2, 3)):                          # residuals on the left
+        below = enc_edges[sub][0] - 0.3
+        _residual(ax, xe - w / 2 - 0.3, below, (enc_edges[norm][0] + enc_edges[norm][1]) / 2,
+                  xe - w / 2, xe)
+
+    # --- decoder stack ---------------------------------------------------------------------
+    td = _fmt(s["target embedded"])
+    dec = [(f"Masked Multi-Head Attention\n{heads} heads, causal mask\nweights "
+            f"{_fmt(s['decoder masked self-attention weights'])}", COLOURS["attention"], 1.15, None),
+           ("Add & Norm", COLOURS["norm"], 0.5, td),
+           (f"Multi-Head Attention (cross-attention)\nQ from below; K, V from the memory\nweights "
+            f"{_fmt(s['cross-attention weights'])}", COLOURS["attention"], 1.15, td),
+           ("Add & Norm", COLOURS["norm"], 0.5, td),
+           (f"Feed Forward\n{d_model} → {d_ff} → {d_model}, ReLU\nhidden {_fmt(s['decoder FFN hidden'])}",
+            COLOURS["ffn"], 1.15, td),
+           ("Add & Norm", COLOURS["norm"], 0.5, td)]
+    _arrow(ax, xd, 2.55, xd, y_block + 0.35, td, "left")
+    dec_edges = stack(xd, dec, y_block + 0.35, "left")
+    dec_top = dec_edges[-1][1] + 0.25
+    ax.add_patch(FancyBboxPatch((xd - w / 2 - 0.55, y_block), w + 1.1, dec_top - y_block,
+                                boxstyle="round,pad=0.02,rounding_size=0.25", facecolor="none",
+                                edgecolor="#555555", linewidth=1.3, zorder=0))
+    ax.text(xd + w / 2 + 0.75, (y_block + dec_top) / 2, f"×{n_layers}", ha="left", va="center",
+            fontsize=13)
+    for sub, norm in ((0, 1), (2, 3), (4, 5)):                  # residuals on the right
+        below = dec_edges[sub][0] - 0.3
+        _residual(ax, xd + w / 2 + 0.3, below, (dec_edges[norm][0] + dec_edges[norm][1]) / 2,
+                  xd + w / 2, xd)
+
+    # --- the memory: encoder output into every decoder layer's cross-attention ---------------
+    cross_mid = sum(dec_edges[2]) / 2
+    x_turn, y_up = (xe + w / 2 + xd - w / 2) / 2, enc_top + 0.45
+    ax.plot([xe, xe, x_turn, x_turn], [enc_edges[-1][1], y_up, y_up, cross_mid], color="black",
+            linewidth=1.1)
+    _arrow(ax, x_turn, cross_mid, xd - w / 2, cross_mid)
+    ax.text(xe, y_up + 0.12, f"memory {_fmt(s['memory'])}", ha="left", va="bottom",
+            fontsize=8.5, color="#1f4e9c", family="monospace")
+    ax.text(x_turn + 0.1, cross_mid + 0.12, "K, V", ha="left", va="bottom", fontsize=8.5)
+
+    # --- output layer ----------------------------------------------------------------------
+    y = dec_top
+    _arrow(ax, xd, y, xd, y + gap, _fmt(s["decoder output"]), "left")
+    _, y = _box(ax, xd, y + gap, w, 0.8, f"Linear: y Eᵀ  ({d_model} → {vocab})\ntied to E: no new weights",
+                COLOURS["linear"])
+    _arrow(ax, xd, y, xd, y + gap, f"logits {_fmt(s['logits'])}", "left")
+    _, y = _box(ax, xd, y + gap, w, 0.55, "Softmax", COLOURS["softmax"])
+    _arrow(ax, xd, y, xd, y + 0.75, _fmt(s["probabilities"]), "left")
+    ax.text(xd, y + 1.0, "Output Probabilities" + (f' (target: "{out_words}")' if out_words else ""),
+            ha="center", va="center", fontsize=10)
+
+    ax.text(0.2, 16.9, f"This model: d_model {d_model}, {heads} heads, d_ff {d_ff},\n"
+            f"{n_layers} + {n_layers} layers, vocabulary {vocab}, batch {batch}.\n"
+            "The paper's base model: 512, 8 heads, 2048, 6 + 6 layers,\nabout 37,000 tokens.\n"
+            "Blue: the tensor's shape on each arrow.\nDashed grey: the residual connections.",
+            ha="left", va="top", fontsize=9)
+    ax.set_title(title or "The Transformer (the paper's Figure 1) with the shape on every arrow",
+                 fontsize=12)
+    return fig, s

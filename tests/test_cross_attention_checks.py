@@ -1,0 +1,327 @@
+"""The checks of notebook 04 pass right answers and name each typical mistake.
+
+Every wrong answer is written here as a learner would write it, independently of the checker's
+own list of mistakes: attention with einsum and torch.where, or PyTorch's modules.
+"""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from helpers.attention import causal_mask
+from helpers.checks.cross_attention import (check_cross_weights_shape, check_decoder_layer,
+                                            check_decoder_masks, check_guided_shapes,
+                                            check_where_qkv_come_from)
+
+
+def said(check, *args, capsys):
+    """The one line a checker prints."""
+    check(*args)
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1, out
+    return out.strip()
+
+
+# --- a learner's building blocks, written with einsum ------------------------------------------
+
+def attend(q_in, kv_in, A, hidden=None):
+    """Multi-head attention with A's weights; hidden (True = -inf) broadcast to (b, h, n_q, n_k)."""
+    d, h = q_in.shape[-1], A.num_heads
+    Wq, Wk, Wv = A.in_proj_weight.chunk(3)
+    bq, bk, bv = A.in_proj_bias.chunk(3)
+
+    def heads(x, W, b):
+        return (x @ W.T + b).unflatten(-1, (h, d // h))            # (b, n, h, d_k)
+
+    q, k, v = heads(q_in, Wq, bq), heads(kv_in, Wk, bk), heads(kv_in, Wv, bv)
+    scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(d // h)
+    if hidden is not None:
+        scores = torch.where(hidden, torch.tensor(float("-inf")), scores)
+    out = torch.einsum("bhqk,bkhd->bqhd", scores.softmax(-1), v).flatten(-2)
+    return A.out_proj(out)
+
+
+def norm(x, n):
+    return F.layer_norm(x, (x.shape[-1],), n.weight, n.bias, n.eps)
+
+
+def ffn(y, L):
+    return L.linear2(torch.relu(L.linear1(y)))
+
+
+def keys(src_pad):
+    return src_pad[:, None, None, :]
+
+
+# --- right answers, two ways ------------------------------------------------------------------
+
+def right_einsum(y, memory, src_pad, L):
+    y = norm(y + attend(y, y, L.self_attn, causal_mask(y.shape[1])), L.norm1)
+    y = norm(y + attend(y, memory, L.multihead_attn, keys(src_pad)), L.norm2)
+    return norm(y + ffn(y, L), L.norm3)
+
+
+def right_modules(y, memory, src_pad, L):
+    """With PyTorch's attention modules, their own norms, and an additive float mask."""
+    n = y.shape[1]
+    causal = torch.zeros(n, n).masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
+    y = L.norm1(y + L.self_attn(y, y, y, attn_mask=causal, need_weights=False)[0])
+    y = L.norm2(y + L.multihead_attn(y, memory, memory, key_padding_mask=src_pad, need_weights=False)[0])
+    return L.norm3(y + L.linear2(F.relu(L.linear1(y))))
+
+
+@pytest.mark.parametrize("fn", [right_einsum, right_modules])
+def test_right_decoder_layers_pass(fn, capsys):
+    assert said(check_decoder_layer, fn, capsys=capsys).startswith("Check passed. Your layer equals")
+
+
+# --- one wrong function per mistake -------------------------------------------------------------
+
+def causal_in_cross(y, memory, src_pad, L):
+    y = norm(y + attend(y, y, L.self_attn, causal_mask(y.shape[1])), L.norm1)
+    y = norm(y + attend(y, memory, L.multihead_attn, causal_mask(y.shape[1]) | keys(src_pad)), L.norm2)
+    return norm(y + ffn(y, L), L.norm3)
+
+
+def causal_instead_of_padding(y, memory, src_pad, L):
+    n_t, n_s = y.shape[1], memory.shape[1]
+    y = norm(y + attend(y, y, L.self_attn, causal_mask(n_t)), L.norm1)
+    y = norm(y + attend(y, memory, L.multihead_attn, torch.ones(n_t, n_s, dtype=torch.bool).triu(1)),
+             L.norm2)
+    return norm(y + ffn(y, L), L.norm3)
+
+
+def queries_from_memory(y, memory, src_pad, L):
+    y = norm(y + attend(y, y, L.self_attn, causal_mask(y.shape[1])), L.norm1)
+    y = norm(y + attend(memory, y, L.multihead_attn, keys(src_pad)), L.norm2)
+    return norm(y + ffn(y, L), L.norm3)
+
+
+def queries_from_memory_no_mask(y, memory, src_pad, L):
+    y = norm(y + attend(y, y, L.self_attn, causal_mask(y.shape[1])), L.norm1)
+    y = norm(y + attend(memory, y, L.multihead_attn), L.norm2)
+    return norm(y + ffn(y, L), L.norm3)
+
+
+def no_padding_mask(y, memory, src_pad, L):
+    y = norm(y + attend(y, y, L.self_attn, causal_mask(y.shape[1])), L.norm1)
+    y = norm(y + attend(y, memory, L.multihead_attn), L.norm2)
+    return norm(y + ffn(y, L), L.norm3)
+
+
+def inverted_padding_mask(y, memory, src_pad, L):
+    y = norm(y + attend(y, y, L.self_attn, causal_mask(y.shape[1])), L.norm1)
+    y = norm(y + attend(y, memory, L.multihead_attn, keys(src_pad == False)), L.norm2)  # noqa: E712
+    return norm(y + ffn(y, L), L.norm3)
+
+
+def padding_on_query_axis(y, memory, src_pad, L):
+    y = norm(y + attend(y, y, L.self_attn, causal_mask(y.shape[1])), L.norm1)
+    y = norm(y + attend(y, memory, L.multihead_attn, src_pad.unsqueeze(1).unsqueeze(-1)), L.norm2)
+    return norm(y + ffn(y, L), L.norm3)
+
+
+def cross_reads_the_decoder(y, memory, src_pad, L):
+    y = norm(y + attend(y, y, L.self_attn, causal_mask(y.shape[1])), L.norm1)
+    y = norm(y + attend(y, y, L.multihead_attn), L.norm2)
+    return norm(y + ffn(y, L), L.norm3)
+
+
+def no_causal_mask(y, memory, src_pad, L):
+    y = norm(y + attend(y, y, L.self_attn), L.norm1)
+    y = norm(y + attend(y, memory, L.multihead_attn, keys(src_pad)), L.norm2)
+    return norm(y + ffn(y, L), L.norm3)
+
+
+def pre_norm(y, memory, src_pad, L):
+    x = norm(y, L.norm1)
+    y = y + attend(x, x, L.self_attn, causal_mask(y.shape[1]))
+    y = y + attend(norm(y, L.norm2), memory, L.multihead_attn, keys(src_pad))
+    return y + ffn(norm(y, L.norm3), L)
+
+
+def norm_on_the_sublayer(y, memory, src_pad, L):
+    y = y + norm(attend(y, y, L.self_attn, causal_mask(y.shape[1])), L.norm1)
+    y = y + norm(attend(y, memory, L.multihead_attn, keys(src_pad)), L.norm2)
+    return y + norm(ffn(y, L), L.norm3)
+
+
+def without_norm(k):
+    def layer(y, memory, src_pad, L):
+        sub = [lambda x: attend(x, x, L.self_attn, causal_mask(x.shape[1])),
+               lambda x: attend(x, memory, L.multihead_attn, keys(src_pad)),
+               lambda x: ffn(x, L)]
+        for i, (f, n) in enumerate(zip(sub, (L.norm1, L.norm2, L.norm3), strict=True)):
+            y = y + f(y) if i == k else norm(y + f(y), n)
+        return y
+    return layer
+
+
+def cross_norm_before(y, memory, src_pad, L):
+    y = norm(y + attend(y, y, L.self_attn, causal_mask(y.shape[1])), L.norm1)
+    y = y + attend(norm(y, L.norm2), memory, L.multihead_attn, keys(src_pad))
+    return norm(y + ffn(y, L), L.norm3)
+
+
+def no_residual_in_ffn(y, memory, src_pad, L):
+    y = norm(y + attend(y, y, L.self_attn, causal_mask(y.shape[1])), L.norm1)
+    y = norm(y + attend(y, memory, L.multihead_attn, keys(src_pad)), L.norm2)
+    return norm(ffn(y, L), L.norm3)
+
+
+def norm1_everywhere(y, memory, src_pad, L):
+    y = norm(y + attend(y, y, L.self_attn, causal_mask(y.shape[1])), L.norm1)
+    y = norm(y + attend(y, memory, L.multihead_attn, keys(src_pad)), L.norm1)
+    return norm(y + ffn(y, L), L.norm1)
+
+
+def norms_swapped(y, memory, src_pad, L):
+    y = norm(y + attend(y, y, L.self_attn, causal_mask(y.shape[1])), L.norm2)
+    y = norm(y + attend(y, memory, L.multihead_attn, keys(src_pad)), L.norm1)
+    return norm(y + ffn(y, L), L.norm3)
+
+
+def no_relu(y, memory, src_pad, L):
+    y = norm(y + attend(y, y, L.self_attn, causal_mask(y.shape[1])), L.norm1)
+    y = norm(y + attend(y, memory, L.multihead_attn, keys(src_pad)), L.norm2)
+    return norm(y + L.linear2(L.linear1(y)), L.norm3)
+
+
+MISTAKES = [
+    (causal_in_cross, "causal mask to the cross-attention"),
+    (causal_instead_of_padding, "causal mask to the cross-attention"),
+    (queries_from_memory, "Queries and keys are swapped"),
+    (queries_from_memory_no_mask, "Queries and keys are swapped"),
+    (no_padding_mask, "padding mask is missing"),
+    (inverted_padding_mask, "padding mask is inverted"),
+    (padding_on_query_axis, "hidden on the query axis"),
+    (cross_reads_the_decoder, "never reads the memory"),
+    (no_causal_mask, "no causal mask"),
+    (pre_norm, "You wrote pre-norm"),
+    (norm_on_the_sublayer, "not the sublayer's output alone"),
+    (without_norm(0), "after the masked self-attention (L.norm1) is missing"),
+    (without_norm(1), "after the cross-attention (L.norm2) is missing"),
+    (without_norm(2), "after the feed-forward layer (L.norm3) is missing"),
+    (cross_norm_before, "of the cross-attention (L.norm2) is in the wrong place"),
+    (no_residual_in_ffn, "residual connection around the feed-forward layer"),
+    (norm1_everywhere, "norms are mixed up"),
+    (norms_swapped, "norms are mixed up"),
+    (no_relu, "lost its ReLU"),
+]
+
+
+@pytest.mark.parametrize("fn, words", MISTAKES, ids=[f.__name__ for f, _ in MISTAKES])
+def test_each_mistake_gets_its_own_hint(fn, words, capsys):
+    line = said(check_decoder_layer, fn, capsys=capsys)
+    assert words in line and not line.startswith("Check passed"), line
+
+
+def placeholder(y, memory, src_pad, L):
+    """The post-norm decoder layer with the weights of L: (batch, n_tgt, d_model), like y."""
+    # your code here
+    ...
+
+
+def returns_a_tuple(y, memory, src_pad, L):
+    return right_einsum(y, memory, src_pad, L), None
+
+
+def forgot_return(y, memory, src_pad, L):
+    right_einsum(y, memory, src_pad, L)
+
+
+def raises(y, memory, src_pad, L):
+    raise ValueError("not yet")
+
+
+def mutates(y, memory, src_pad, L):
+    out = right_einsum(y, memory, src_pad, L)
+    y.zero_()
+    return out
+
+
+def fixed_sizes(y, memory, src_pad, L):
+    """Right, but only for 6 target positions."""
+    return right_einsum(y, memory, src_pad, L) if y.shape[1] == 6 else torch.zeros_like(y)
+
+
+def unreshaped_mask(y, memory, src_pad, L):
+    y = norm(y + attend(y, y, L.self_attn, causal_mask(y.shape[1])), L.norm1)
+    y = norm(y + attend(y, memory, L.multihead_attn, src_pad), L.norm2)
+    return norm(y + ffn(y, L), L.norm3)
+
+
+@pytest.mark.parametrize("fn, words", [
+    (placeholder, "Not answered yet: write the body of my_decoder_layer"),
+    (returns_a_tuple, "should return one tensor, got a tuple"),
+    (forgot_return, "returned None"),
+    (raises, "raised ValueError: not yet"),
+    (mutates, "changed its argument number 1 in place"),
+    (fixed_sizes, "Right on the first batch but not on a second one"),
+    (unreshaped_mask, "the padding mask as (batch, 1, 1, n_src)"),
+    (lambda y, memory, src_pad, L: memory, "one row per source token"),
+    (lambda y, memory, src_pad, L: y * 2, "Not the post-norm decoder layer yet"),
+    (lambda y, memory, src_pad, L: y[:, :, :10], "should have y's shape"),
+])
+def test_garbage_and_slips_get_one_line(fn, words, capsys):
+    line = said(check_decoder_layer, fn, capsys=capsys)
+    assert words in line and not line.startswith("Check passed"), line
+
+
+# --- the guided shapes (7 source letters, 8 decoder tokens) --------------------------------------
+
+SHAPES = {"source embedded": (1, 7, 64), "target embedded": (1, 8, 64),
+          "encoder self-attention weights": (1, 4, 7, 7), "FFN hidden": (1, 7, 256),
+          "memory": (1, 7, 64), "decoder self-attention weights": (1, 4, 8, 8),
+          "cross-attention weights": (1, 4, 8, 7), "logits": (1, 8, 13)}
+
+
+def test_guided_shapes(capsys):
+    assert said(check_guided_shapes, SHAPES, 28, "cross", capsys=capsys) == "Check passed."
+    untouched = dict.fromkeys(SHAPES)
+    assert said(check_guided_shapes, untouched, None, None, capsys=capsys).startswith("Not answered yet:")
+    swapped = {**SHAPES, "cross-attention weights": (1, 4, 7, 8)}
+    assert "rows are the queries" in said(check_guided_shapes, swapped, 28, "cross", capsys=capsys)
+    assert "both triangles" in said(check_guided_shapes, SHAPES, 56, "cross", capsys=capsys)
+    assert "square" in said(check_guided_shapes, SHAPES, 28, "decoder self", capsys=capsys)
+
+
+# --- check your understanding --------------------------------------------------------------------
+
+def test_where_queries_keys_and_values_come_from(capsys):
+    assert said(check_where_qkv_come_from, "b", capsys=capsys).startswith("Check passed. Each decoder")
+    assert said(check_where_qkv_come_from, " B ", capsys=capsys).startswith("Check passed.")
+    for wrong, words in (("a", "Swapped"), ("c", "Keys and values come from the memory, not the decoder"),
+                         ("d", "decoder's own self-attention")):
+        line = said(check_where_qkv_come_from, wrong, capsys=capsys)
+        assert words in line and "section 2" in line, line
+    assert said(check_where_qkv_come_from, None, capsys=capsys) == (
+        "Not answered yet: set answer_1 to one of 'a', 'b', 'c', 'd'.")     # the right one not first
+    assert "should be one of" in said(check_where_qkv_come_from, "e", capsys=capsys)
+
+
+def test_shape_of_the_cross_attention_weights(capsys):
+    assert said(check_cross_weights_shape, (3, 4, 6, 5), capsys=capsys).startswith("Check passed.")
+    size = torch.Size([3, 4, 6, 5])
+    assert said(check_cross_weights_shape, size, capsys=capsys).startswith("Check passed.")
+    for wrong, words in (((3, 4, 5, 6), "Rows are the queries"), ((3, 4, 6, 6), "keys come from the memory"),
+                         ((3, 4, 5, 5), "queries come from the decoder"), ((3, 6, 5), "head axis"),
+                         ((1, 4, 6, 5), "batch here holds 3"), ((3, 4, 6, 16), "one head's queries"),
+                         ((3, 6, 5, 4), "head axis comes second"), ((2, 4, 6, 5), "count each axis")):
+        line = said(check_cross_weights_shape, wrong, capsys=capsys)
+        assert words in line, (wrong, line)
+    assert said(check_cross_weights_shape, None, capsys=capsys).startswith("Not answered yet:")
+
+
+def test_which_masks_a_decoder_layer_needs(capsys):
+    assert said(check_decoder_masks, {"a", "b"}, capsys=capsys).startswith("Check passed. The causal")
+    assert said(check_decoder_masks, "b, a", capsys=capsys).startswith("Check passed.")
+    for wrong, words in (({"b"}, "needs the causal mask"), ({"a"}, "must hide the source's padding"),
+                         ({"a", "b", "c"}, "No target padding mask is needed"),
+                         ({"a", "b", "d"}, "has no causal mask"),
+                         ({"a", "d"}, "must hide the source's padding")):
+        line = said(check_decoder_masks, wrong, capsys=capsys)
+        assert words in line and "section" in line, (wrong, line)
+    assert said(check_decoder_masks, None, capsys=capsys).startswith("Not answered yet:")
