@@ -36,7 +36,7 @@ HINTS = {
     },
     "encoder self-attention weights": {
         (1, 4, 8, 8): "the encoder reads the source only: 7 letters, so 7 × 7 per head",
-        (1, 7, 7): "keep the head axis: one 7 × 7 table per head, (1, 4, 7, 7)",
+        (1, 7, 7): "keep the head axis: one 7 × 7 table for each of the 4 heads",
         (1, 4, 7, 16): "that is Q, K or V split into heads; the weights are one score per query and key",
     },
     "FFN hidden": {
@@ -56,7 +56,7 @@ HINTS = {
     },
     "cross-attention weights": {
         (1, 4, 7, 8): "rows are the queries, from the decoder (8 positions); columns the keys, from "
-                      "the memory (7 letters): (1, 4, 8, 7)",
+                      "the memory (7 letters)",
         (1, 4, 8, 8): "the keys come from the memory, 7 source letters, not from the decoder",
         (1, 4, 7, 7): "the queries come from the decoder (8 positions), the keys from the memory (7)",
         (1, 8, 7): "keep the head axis: each of the 4 heads has its own 8 × 7 table",
@@ -384,7 +384,7 @@ def check_where_qkv_come_from(answer_1):
 
 CROSS_SHAPE_HINTS = {
     (3, 4, 5, 6): "Rows are the queries, from the decoder (6 positions); columns are the keys, from "
-                  "the memory (5 source tokens): (batch, heads, 6, 5) (section 2).",
+                  "the memory (5 source tokens) (section 2).",
     (3, 4, 6, 6): "The keys come from the memory, 5 source tokens, not from the decoder's 6 positions "
                   "(section 2).",
     (3, 4, 5, 5): "The queries come from the decoder: one row per target position, 6 of them "
