@@ -144,7 +144,7 @@ def test_choice_question(answer, printed, capsys):
     ("a, c", "Check passed. a and c changed."),
     ({"a"}, "c changed (section 3)."),
     ({"a", "b", "c"}, "b did not change (section 2)."),
-    (None, "Not answered yet: set answer to a set of options among 'a', 'b', 'c', e.g. {'a'}."),
+    (None, "Not answered yet: set answer to the set of the options you pick among 'a', 'b', 'c'."),
     ({"d"}, "each item of answer should be one of 'a', 'b', 'c', got 'd'."),
 ])
 def test_choices_question(answer, printed, capsys):

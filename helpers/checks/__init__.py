@@ -227,12 +227,12 @@ def choices(x, name, options, right, why, hints):
     """
     listed = ", ".join(repr(o) for o in options)
     if x is None or x is Ellipsis:
-        raise Hint(f"Not answered yet: set {name} to a set of options among {listed}, "
-                   f"e.g. {{{options[0]!r}}}.")
+        raise Hint(f"Not answered yet: set {name} to the set of the options you pick among {listed}.")
     if isinstance(x, str):
         x = [part for part in x.replace(";", ",").split(",") if part.strip()]
     if not isinstance(x, (set, frozenset, list, tuple)):
-        raise Hint(f"{name} should be a set of options such as {{{options[0]!r}}}, got {type(x).__name__}.")
+        raise Hint(f"{name} should be a set of options, written like {{'...', '...'}}, "
+                   f"got {type(x).__name__}.")
     picked = {_option(item, f"each item of {name}", options) for item in x}
     for option in options:
         if (option in picked) != (option in right):
