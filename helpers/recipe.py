@@ -70,9 +70,9 @@ def train(model, opt, sched, loss_fn, steps, next_batch, evaluate=None, every=10
         history["lr"].append(opt.param_groups[0]["lr"])           # the rate this step uses
         loss = train_step(model, opt, sched, loss_fn, *next_batch())
         history["train_loss"].append(loss)
+        bar.set_postfix(loss=f"{loss:.3f}", refresh=False)    # the current loss, shown at the next refresh
         if evaluate is not None and (step == 1 or step % every == 0):
             history["evals"].append({"step": step, **evaluate(model, step)})
-            bar.set_postfix(loss=f"{loss:.3f}")
         if keep and step % every == 0 and step > steps - keep * every:
             history["checkpoints"].append({k: v.detach().clone() for k, v in model.state_dict().items()})
     return history

@@ -78,6 +78,17 @@ def greedy_decode(model, src, max_len=None):
     return ys
 
 
+def pad_after_eos(ids):
+    """ids (batch, n) with <pad> in place of every token that comes after the row's first </s>.
+
+    greedy_decode lets a finished row keep writing until every row has written </s>; what it
+    writes there is never read (exact_match ignores it). This makes a finished row end cleanly.
+    """
+    eos = (ids == EOS).long()
+    after = (eos.cumsum(dim=1) - eos) > 0                          # a </s> came strictly before
+    return ids.masked_fill(after, PAD)
+
+
 def exact_match(model, src, tgt_out):
     """Share of sequences whose greedy output equals tgt_out up to and including </s>."""
     ys = greedy_decode(model, src, max_len=tgt_out.shape[1])[:, 1:]

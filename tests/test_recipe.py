@@ -109,3 +109,15 @@ def test_keep_and_average_the_last_checkpoints():
     assert torch.allclose(mean[w], (states[0][w] + states[1][w] + states[2][w]) / 3)
     assert not torch.equal(mean[w], states[-1][w])
     model.load_state_dict(mean)                                  # loads like any state dict
+
+
+def test_the_progress_bar_shows_the_current_loss(capsys):
+    torch.manual_seed(0)
+    model = Transformer(VOCAB, 16, 2, 32, 1)
+    opt, sched = adam_with_warmup(model, 16, 400)
+    gen = torch.Generator().manual_seed(0)
+    history = train(model, opt, sched, smoothed_loss(PAD), 7, lambda: batch(8, gen),
+                    evaluate=lambda m, step: {}, every=5)
+    last_state = capsys.readouterr().err.strip().split("\r")[-1]
+    assert "7/7" in last_state and f"loss={history['train_loss'][-1]:.3f}" in last_state, last_state
+    assert history["train_loss"][-1] != history["train_loss"][4]          # not the one of step 5

@@ -3,7 +3,20 @@
 import torch
 from torch import nn
 
-from helpers.reversal import BOS, EOS, ITOS, PAD, STOI, VOCAB, batch, decode_ids, encode_letters, exact_match
+from helpers.reversal import (
+    BOS,
+    EOS,
+    ITOS,
+    PAD,
+    STOI,
+    VOCAB,
+    batch,
+    decode_ids,
+    encode_letters,
+    exact_match,
+    greedy_decode,
+    pad_after_eos,
+)
 
 
 def test_vocabulary_of_the_lesson():
@@ -86,3 +99,22 @@ def test_one_length_batches_have_no_padding_and_vary_in_length():
         assert 3 <= src.shape[1] <= 8 and (tgt_out[:, -1] == EOS).all()
         seen.add(src.shape[1])
     assert seen == {3, 4, 5, 6, 7, 8}
+
+
+def test_pad_after_eos_ends_each_row_at_its_first_end_token():
+    ids = torch.tensor([[BOS, 6, 7, EOS, 5, EOS, 3],
+                        [BOS, 4, 3, 5, 6, 7, EOS],
+                        [BOS, EOS, EOS, 9, 9, 9, 9],
+                        [BOS, 3, 4, 5, 6, 7, 8]])                 # never ends: unchanged
+    assert pad_after_eos(ids).tolist() == [[BOS, 6, 7, EOS, PAD, PAD, PAD],
+                                           [BOS, 4, 3, 5, 6, 7, EOS],
+                                           [BOS, EOS, PAD, PAD, PAD, PAD, PAD],
+                                           [BOS, 3, 4, 5, 6, 7, 8]]
+    assert ids[0, 4] == 5                                            # the input is not changed
+
+
+def test_greedy_decode_stops_when_every_row_is_done_and_pads_nothing():
+    src, _, tgt_out = batch(20, torch.Generator().manual_seed(3))
+    ys = greedy_decode(Oracle(), src, max_len=src.shape[1] + 50)
+    assert ys.shape == (20, tgt_out.shape[1] + 1)                   # stops at the longest answer
+    assert torch.equal(pad_after_eos(ys)[:, 1:], tgt_out)            # the answers, padded

@@ -1,28 +1,38 @@
-"""Checks for notebook 05 (training recipe): the tiny warmup schedule and the label-smoothing floor."""
+"""Checks for notebook 05 (training recipe): the tiny warmup schedule, the label-smoothed loss and
+its floor, greedy decoding of the trained model, and the questions of "Check your understanding".
+"""
 
 import math
 
-from helpers.checks import Hint, checker, number
+import torch
+from torch import nn
+
+from helpers.checks import Hint, Passed, call, checker, choice, number, tensor
 from helpers.recipe import lrate
+from helpers.reversal import BOS, EOS, PAD, batch, greedy_decode, pad_after_eos
 
 
-def _same(a, b, rel=1e-3):
-    return math.isclose(a, b, rel_tol=rel)
+def _as_printed(value, right):
+    """True when value is right to the 3 significant digits a log prints (1.58e-03), or closer."""
+    unit = 10.0 ** (math.floor(math.log10(abs(right))) - 2)
+    return abs(value - right) <= 0.5 * unit * 1.001
 
+
+# --- Your turn: the tiny schedule ----------------------------------------------------------------
 
 def _check_lr_100(value):
     right = lrate(100, 64, 400)                                        # 0.0015625
-    if _same(value, right):
+    if _as_printed(value, right):
         return
-    if _same(value, 0.0125):
+    if _as_printed(value, 0.0125):
         raise Hint("lr_100: 0.0125 is step^-0.5 · 64^-0.5 (the decay branch) or the warmup branch "
                    "without the factor 64^-0.5; step 100 is still in the warmup, so min picks "
                    "step · warmup^-1.5, and both branches are multiplied by d_model^-0.5 = 0.125.")
-    if _same(value, lrate(100, 512, 400)):
+    if _as_printed(value, lrate(100, 512, 400)):
         raise Hint("lr_100: you used d_model = 512 (the paper's); the tiny model has d_model = 64.")
-    if _same(value, lrate(100, 64, 4000)):
+    if _as_printed(value, lrate(100, 64, 4000)):
         raise Hint("lr_100: you used warmup = 4000 (the paper's); the tiny schedule warms up for 400 steps.")
-    if _same(value, lrate(101, 64, 400)):
+    if _as_printed(value, lrate(101, 64, 400)):
         raise Hint("lr_100: that is the rate of step 101 (what a log after sched.step() shows); "
                    "use step = 100 in the formula.")
     raise Hint("lr_100: compute 64^-0.5 · min(100^-0.5, 100 · 400^-1.5) = 0.125 · min(0.1, ...).")
@@ -30,30 +40,30 @@ def _check_lr_100(value):
 
 def _check_lr_1600(value):
     right = lrate(1600, 64, 400)                                       # 0.003125
-    if _same(value, right):
+    if _as_printed(value, right):
         return
-    if _same(value, 0.025):
+    if _as_printed(value, 0.025):
         raise Hint("lr_1600: 0.025 is the warmup branch (1600 · 400^-1.5 · 0.125) or 1600^-0.5 without "
                    "the factor 64^-0.5; step 1600 is past the peak at step 400, so min picks "
                    "1600^-0.5 = 0.025, then times d_model^-0.5 = 0.125.")
-    if _same(value, lrate(400, 64, 400)):
+    if _as_printed(value, lrate(400, 64, 400)):
         raise Hint("lr_1600: 0.00625 is the peak, at step 400; after it the rate falls as 1/√step.")
-    if _same(value, lrate(1600, 512, 400)) or _same(value, lrate(1600, 512, 4000)):
+    if _as_printed(value, lrate(1600, 512, 400)) or _as_printed(value, lrate(1600, 512, 4000)):
         raise Hint("lr_1600: you used d_model = 512 (the paper's); the tiny model has d_model = 64.")
-    if _same(value, lrate(1600, 64, 4000)):
+    if _as_printed(value, lrate(1600, 64, 4000)):
         raise Hint("lr_1600: you used warmup = 4000: with it, step 1600 would still be in the warmup; "
                    "the tiny schedule warms up for 400 steps.")
     raise Hint("lr_1600: compute 64^-0.5 · min(1600^-0.5, 1600 · 400^-1.5) = 0.125 · min(0.025, ...).")
 
 
 def _check_logged(value):
-    right = lrate(101, 64, 400)                                        # 0.00157813
-    if _same(value, right, 1e-4):
+    right = lrate(101, 64, 400)                                        # 0.00157813, printed 1.58e-03
+    if _as_printed(value, right):
         return
-    if _same(value, lrate(100, 64, 400), 1e-4):
+    if _as_printed(value, lrate(100, 64, 400)):
         raise Hint("logged_100: that is the rate step 100 used; sched.step() has already moved the "
                    "optimiser to the next step's rate before the print.")
-    if _same(value, lrate(99, 64, 400), 1e-4):
+    if _as_printed(value, lrate(99, 64, 400)):
         raise Hint("logged_100: the schedule moves forward: after sched.step() the optimiser holds "
                    "the rate of step 101, not 99.")
     raise Hint("logged_100: LambdaLR sets the rate to lrate(s + 1) after s calls of sched.step(); "
@@ -63,11 +73,13 @@ def _check_logged(value):
 @checker
 def check_tiny_schedule(lr_100, lr_1600, logged_100):
     """Tiny schedule (d_model 64, warmup 400): lrate at steps 100 and 1600; the rate a log printed
-    right after sched.step() at step 100 shows."""
+    right after sched.step() at step 100 shows. Right to 3 significant digits passes."""
     _check_lr_100(number(lr_100, "lr_100"))
     _check_lr_1600(number(lr_1600, "lr_1600"))
     _check_logged(number(logged_100, "logged_100"))
 
+
+# --- Your turn: the floor for 37,000 tokens ------------------------------------------------------
 
 def _floor(n_vocab, eps):
     """The entropy of the smoothed target: 1 - eps + eps/n_vocab on the right token, eps/n_vocab
@@ -97,3 +109,311 @@ def check_smoothing_floor(floor):
                    "q = 0.1/37,000.")
     raise Hint("The floor is the entropy of q: −(q_right · ln q_right + 36,999 · q_other · ln q_other), "
                "with q_right = 0.9 + 0.1/37,000 and q_other = 0.1/37,000.")
+
+
+# --- Your turn: the label-smoothed loss ----------------------------------------------------------
+
+# (seed, rows, vocabulary, eps, pad): the first two are the notebook's setting, the third changes
+# eps, the vocabulary and the padding id, to catch constants written into the function.
+LOSS_CASES = [(0, 24, 13, 0.1, 0), (1, 40, 13, 0.1, 0), (2, 30, 7, 0.25, 3)]
+
+
+def _loss_inputs(seed, rows, n_vocab, pad):
+    """Random logits (rows, n_vocab) and targets (rows,), a quarter of them padding."""
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randn(rows, n_vocab, generator=g) * 2
+    target = torch.randint(0, n_vocab, (rows,), generator=g)
+    target[target == pad] = (pad + 1) % n_vocab                      # real rows: real tokens
+    padded = torch.randperm(rows, generator=g)[: rows // 4]
+    target[padded] = pad
+    return logits, target
+
+
+def _smoothed(logp, target, q_right, q_other, pad, zero_column=None, rows="real", reduce="mean"):
+    """-sum_k q(k) log p(k) per row with q_right on the target and q_other elsewhere (0 on
+    zero_column), reduced over the real rows ("real"), all rows ("all"), or the real rows summed
+    then divided by all rows ("all_divided")."""
+    q = torch.full_like(logp, q_other)
+    if zero_column is not None:
+        q[:, zero_column] = 0.0
+    q[torch.arange(len(target)), target] = q_right
+    per_row = -(q * logp).sum(-1)
+    real = target != pad
+    if rows == "all":
+        return per_row.mean()
+    if rows == "all_divided":
+        return per_row[real].sum() / len(target)
+    return per_row[real].sum() if reduce == "sum" else per_row[real].mean()
+
+
+def _loss_mistakes(logits, target, eps, pad):
+    """(hint, what a loss with that mistake returns), the likely mistakes first."""
+    n = logits.shape[-1]
+    logp = logits.log_softmax(-1)
+    pytorch = (1 - eps + eps / n, eps / n)
+    yield ("You spread ε/(V−1) over the wrong tokens and gave the right one 1 − ε: that is another "
+           "convention (fairseq's); PyTorch gives every token ε/V, the right one included, so the "
+           "right token gets 1 − ε + ε/V (section 4).",
+           _smoothed(logp, target, 1 - eps, eps / (n - 1), pad))
+    yield ("The right token gets 1 + ε/V in your target, which then sums to 1 + ε: you forgot the "
+           "factor (1 − ε) on the right token; q = (1 − ε)·[k = right] + ε/V.",
+           _smoothed(logp, target, 1 + eps / n, eps / n, pad))
+    for rows in ("all", "all_divided"):
+        yield ("Your mean counts the padding rows: average over the rows whose target is not pad "
+               "only (ignore_index removes them from the sum and from the count).",
+               _smoothed(logp, target, *pytorch, pad, rows=rows))
+    yield ("You gave the padding column 0 and spread ε over the other V − 2 tokens (the Annotated "
+           "Transformer's convention); PyTorch's label_smoothing gives every column ε/V, padding "
+           "included (section 4).",
+           _smoothed(logp, target, 1 - eps, eps / (n - 2), pad, zero_column=pad))
+    yield ("You gave the padding column 0: PyTorch's label_smoothing gives every column ε/V, the "
+           "padding column included (section 4).",
+           _smoothed(logp, target, *pytorch, pad, zero_column=pad))
+    entropy = -(pytorch[0] * math.log(pytorch[0]) + (n - 1) * pytorch[1] * math.log(pytorch[1]))
+    yield ("Your loss is the KL divergence from the target, the cross-entropy minus the target's "
+           "entropy (the floor, 0.537 for 13 tokens and ε = 0.1): CrossEntropyLoss returns "
+           "−Σ_k q(k)·log p(k) itself.", _smoothed(logp, target, *pytorch, pad) - entropy)
+    yield ("That is the plain cross-entropy: the target must be smoothed, 1 − ε + ε/V on the right "
+           "token and ε/V on each other.", _smoothed(logp, target, 1.0, 0.0, pad))
+    yield ("You left out the ε/V spread: the right token gets 1 − ε + ε/V and every other token ε/V.",
+           _smoothed(logp, target, 1 - eps, 0.0, pad))
+    yield ("You summed over the rows: take the mean over the real (non-padding) rows.",
+           _smoothed(logp, target, *pytorch, pad, reduce="sum"))
+    yield ("Turn the scores into log-probabilities first: log_softmax(logits, dim=-1), not the raw "
+           "logits.", _smoothed(logits, target, *pytorch, pad))
+    yield ("Use the log of the probabilities: log_softmax(logits, dim=-1), not softmax.",
+           _smoothed(logits.softmax(-1), target, *pytorch, pad))
+    yield ("Your log_softmax runs over the rows (dim=0): normalise each row over the vocabulary, "
+           "dim=-1.", _smoothed(logits.log_softmax(0), target, *pytorch, pad))
+    if eps != 0.1:
+        yield ("Right with ε = 0.1 only: use the eps argument, not 0.1.",
+               _smoothed(logp, target, 0.9 + 0.1 / n, 0.1 / n, pad))
+    if n != 13:
+        yield ("Right with 13 tokens only: take V from the logits (logits.shape[-1]), not 13.",
+               _smoothed(logp, target, 1 - eps + eps / 13, eps / 13, pad))
+    if pad != 0:
+        yield ("Right with pad = 0 only: ignore the rows whose target equals the pad argument.",
+               _smoothed(logp, target, *pytorch, 0))
+
+
+@checker
+def check_smoothed_loss(fn):
+    """The learner's my_smoothed_loss(logits, target, eps, pad) against
+    nn.CrossEntropyLoss(label_smoothing=eps, ignore_index=pad) on random logits with padding rows."""
+    name = "my_smoothed_loss(logits, target, eps, pad)"
+    for seed, rows, n_vocab, eps, pad in LOSS_CASES:
+        logits, target = _loss_inputs(seed, rows, n_vocab, pad)
+        out = call(fn, name, logits, target, eps, pad)
+        if isinstance(out, torch.Tensor) and out.numel() != 1:
+            raise Hint(f"{name} should return one number (the mean over the real rows), got a tensor "
+                       f"of shape {tuple(out.shape)}: average the per-row losses.")
+        got = number(out, "your loss")
+        right = nn.CrossEntropyLoss(label_smoothing=eps, ignore_index=pad)(logits.double(), target).item()
+        if abs(got - right) <= 1e-4 * max(1.0, abs(right)):
+            continue
+        for hint, wrong in _loss_mistakes(logits.double(), target, eps, pad):
+            if abs(got - wrong.item()) <= 1e-4 * max(1.0, abs(right)):
+                return hint
+        return ("Not PyTorch's smoothed loss yet: q = (1 − ε)·[k = right] + ε/V for every token k, "
+                "loss = −Σ_k q(k)·log_softmax(logits)(k) per row, then the mean over the rows whose "
+                f"target is not pad (expected {right:.4f} here, got {got:.4f}).")
+    return Passed("Your loss equals nn.CrossEntropyLoss(label_smoothing=ε, ignore_index=pad) on three "
+                  "random batches with padding rows, including another ε, vocabulary and pad id.")
+
+
+# --- Your turn: greedy decoding ------------------------------------------------------------------
+
+DECODE_SEEDS = (1, 2)        # two batches of 64 test-like sequences (3 to 8 letters, padded)
+EXTRA = 50                   # the paper's limit: input length + 50 tokens (§6.1)
+
+
+def _decode(model, src, start=BOS, position=-1, stop="all", pad=True, max_cols=None):
+    """Greedy decoding with a chosen mistake: the start token (an id or a column), the position
+    whose logits are read, when to stop ("all" rows done, "any" row done, "never"), and whether a
+    finished row gets <pad>. Returns None as soon as the output grows past max_cols columns (it
+    cannot be the learner's output then: this saves decoding up to the limit for nothing)."""
+    with torch.no_grad():
+        return _decode_steps(model, src, start, position, stop, pad, max_cols)
+
+
+def _decode_steps(model, src, start, position, stop, pad, max_cols):
+    memory_mask = model.memory_mask(src)
+    memory = model.encode(src, memory_mask)
+    ys = start if isinstance(start, torch.Tensor) else torch.full((src.shape[0], 1), start)
+    done = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(src.shape[1] + EXTRA):
+        if max_cols is not None and ys.shape[1] >= max_cols:
+            return None
+        nxt = model.decode(ys, memory, memory_mask=memory_mask)[:, position].argmax(-1)
+        if pad:
+            nxt = nxt.masked_fill(done, PAD)
+        ys = torch.cat([ys, nxt[:, None]], dim=1)
+        done |= nxt == EOS
+        if (stop == "all" and done.all()) or (stop == "any" and done.any()):
+            break
+    return ys
+
+
+def _right_decode(model, src):
+    """The course's greedy decoder, with <pad> after each row's </s>."""
+    return pad_after_eos(greedy_decode(model, src, max_len=src.shape[1] + EXTRA))
+
+
+def _ids(x, name, rows):
+    """x as a (rows, n) tensor of token ids, or raise Hint."""
+    if isinstance(x, (list, tuple)) and x and isinstance(x[0], torch.Tensor) and x[0].dim() == 1:
+        x = torch.nn.utils.rnn.pad_sequence(list(x), batch_first=True, padding_value=PAD)
+    x = tensor(x, name)
+    if x.dim() != 2 or x.shape[0] != rows:
+        raise Hint(f"{name} should be a tensor of token ids of shape (batch, 1 + steps) = ({rows}, ...), "
+                   f"one row per source sequence, got shape {tuple(x.shape)}.")
+    if not torch.equal(x, x.round()) or x.min() < 0:
+        raise Hint(f"{name} should hold token ids (whole numbers, e.g. from argmax), not scores or "
+                   "probabilities.")
+    return x.long()
+
+
+def _same(a, b):
+    return a.shape == b.shape and torch.equal(a, b)
+
+
+def _eval_mistakes(model, src, right, cols):
+    """(hint, output) of each mistake, computed with the model in evaluation mode; an output that
+    would be longer than the learner's cols columns is None (not computed to the end)."""
+    yield ("Your rows lack the <s> they start from: return ys with <s> in column 0, as "
+           "helpers.reversal.greedy_decode does.", right[:, 1:])
+    stop_any = ("You stopped as soon as one row wrote </s>: stop when every row has written it "
+                "(done.all()), the others are not finished.")
+    yield stop_any, _decode(model, src, stop="any", max_cols=cols)
+    yield stop_any, _decode(model, src, stop="any", pad=False, max_cols=cols)
+    yield ("A finished row keeps writing in your output: after a row's </s>, put <pad> "
+           "(nxt.masked_fill(done, PAD)); the loop stops when every row has written </s>.",
+           _decode(model, src, pad=False, max_cols=cols))
+    if cols == src.shape[1] + EXTRA + 1:                           # the learner ran to the limit
+        yield ("You do not stop at </s>: your rows go on after </s> until the length limit. Put "
+               "<pad> after a row's </s>, and stop when every row has written </s>.",
+               _decode(model, src, stop="never", pad=False))
+        never = _decode(model, src, stop="never")
+        yield (f"Right tokens, but {never.shape[1] - right.shape[1]} extra columns of <pad> at the "
+               "end: stop the loop as soon as every row has written </s> (if done.all(): break).", never)
+    position_0 = ("You read the logits of position 0 at every step: the next token is predicted at "
+                  "the last position, logits[:, -1] (position 0 only ever reads <s>).")
+    yield position_0, _decode(model, src, position=0, max_cols=cols)
+    yield position_0, _decode(model, src, position=0, stop="never", pad=False, max_cols=cols)
+    for start, what in ((PAD, "<pad>"), (EOS, "</s>"), (src[:, :1], "the first source letter")):
+        hint = (f"Your decoder starts from {what}: it must start from <s> (id {BOS}), the token it "
+                "read first in training (tgt_in begins with <s>), and keep it in column 0.")
+        yield hint, _decode(model, src, start=start, max_cols=cols)
+        wrong = _decode(model, src, start=start, max_cols=cols + 1)
+        yield hint, None if wrong is None else wrong[:, 1:]
+
+
+@checker
+def check_greedy_decode(fn, model):
+    """The learner's my_greedy_decode(model, src) against helpers.reversal.greedy_decode (with
+    <pad> after each row's </s>) on two padded batches; then with the model handed over in
+    training mode, against a seeded training-mode decode (dropout left on)."""
+    name = "my_greedy_decode(model, src)"
+    if not isinstance(model, nn.Module) or not all(hasattr(model, a) for a in ("encode", "decode",
+                                                                              "memory_mask")):
+        raise Hint(f"Pass the trained model (model) as the second argument, not a {type(model).__name__}.")
+    was_training = model.training
+    try:
+        sources = [batch(64, torch.Generator().manual_seed(s))[0] for s in DECODE_SEEDS]
+        for src in sources:
+            model.eval()
+            right = _right_decode(model, src)
+            got = _ids(call(fn, name, model, src), "your output", src.shape[0])
+            if _same(got, right):
+                continue
+            model.eval()
+            for hint, wrong in _eval_mistakes(model, src, right, got.shape[1]):
+                if wrong is not None and _same(got, wrong):
+                    return hint
+            if got.shape != right.shape:
+                return (f"Your output has shape {tuple(got.shape)}, the greedy decoder's "
+                        f"{tuple(right.shape)}: <s> in column 0, one column per step, and stop when "
+                        "every row has written </s>.")
+            rows = int((got != right).any(1).sum())
+            return (f"{rows} of {src.shape[0]} rows differ from greedy decoding: encode once, start "
+                    "from <s>, append the argmax of the last position's logits, <pad> after </s>.")
+        src = sources[0]
+        model.eval()
+        right = _right_decode(model, src)
+        for seed in (0, 1):
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                model.train()
+                got = _ids(call(fn, name, model, src), "your output", src.shape[0])
+                torch.manual_seed(seed)
+                model.train()
+                with_dropout = pad_after_eos(_decode(model, src, pad=False))
+            if not _same(got, right):
+                how = "" if _same(got, with_dropout) else " (your output changes with the random seed)"
+                return ("Handed the model in training mode, your decoder runs with dropout on" + how +
+                        ": call model.eval() first, so every number of the network is used (section 3).")
+    finally:
+        model.train(was_training)
+    return Passed("Your decoder writes the same tokens as helpers.reversal.greedy_decode on 128 "
+                  "sequences, and switches dropout off itself when handed a model in training mode.")
+
+
+# --- Check your understanding --------------------------------------------------------------------
+
+@checker
+def check_floor_question(answer_1):
+    """Why the smoothed training loss stops near 0.54 and the top probability near 0.92."""
+    return choice(
+        answer_1, "answer_1", "label smoothing",
+        "The smoothed target is 0.9077 on the right token and 0.0077 on each other one: the best a "
+        "model can do is predict exactly that, which costs its entropy, 0.537, and a surer model pays more.",
+        {
+            "too few steps": "More steps would not bring it to 0: even a perfect model pays 0.537 against "
+                             "the smoothed target, and being surer than 0.9077 costs more (section 4's "
+                             "curve); the exact match is already at or near 100 % (section 6).",
+            "dropout": "Dropout adds a little in training (the training loss ends just above 0.537), but "
+                       "with dropout off the top probability is still about 0.92, not 0.99: the target "
+                       "itself asks for 0.9077 (section 4).",
+            "learning rate": "A high rate makes the weights jitter around a solution (why averaging helps, "
+                             "section 6), but the loss curve sits flat on the 0.537 floor that label "
+                             "smoothing sets (sections 4 and 6).",
+        })
+
+
+@checker
+def check_passes_question(answer_2):
+    """How many times greedy decoding runs the decoder (model.decode) to write "d e b a c </s>"."""
+    value = number(answer_2, "answer_2")
+    if value == 6:
+        return Passed("One decoder pass per written token: d, e, b, a, c and </s>; the encoder runs "
+                      "once, and each pass reads everything written so far.")
+    if value == 1:
+        return ("One pass is teacher forcing in training, where the whole answer is given; to write, "
+                "each token needs the ones before it: one pass per written token (section 7).")
+    if value == 5:
+        return "The decoder also writes </s>, to say it has finished: count that pass too (section 7)."
+    if value == 7:
+        return ("<s> is given, not written (the first pass reads <s> and writes d), and the "
+                "encoder's single run is not a decoder pass (section 7).")
+    if value == 12:
+        return ("That counts each of the 2 decoder layers: count the calls of the whole decoder "
+                "stack, model.decode, one per written token (section 7).")
+    return "Count the lines of section 7's loop: each is one pass of the decoder writing one token."
+
+
+@checker
+def check_averaging_question(answer_3):
+    """Why averaging the last 5 checkpoints helps in this short run."""
+    return choice(
+        answer_3, "answer_3", "jitter",
+        "At the end of this short run the rate is still high, so the weights jump around a good "
+        "solution; the mean of 5 nearby checkpoints sits closer to its centre.",
+        {
+            "ensemble": "An ensemble averages the outputs of several models, run one by one; here the "
+                        "weights are averaged into one model, run once, which works because the 5 "
+                        "checkpoints lie close together on one path (section 6).",
+            "more training": "No step is added: the 5 checkpoints were all kept during the last 500 "
+                             "steps, and their average is computed without any gradient (section 6).",
+            "no dropout": "Every checkpoint is evaluated with dropout off alike; averaging changes the "
+                          "weights, not the dropout (sections 3 and 6).",
+        })
