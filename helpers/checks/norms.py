@@ -75,9 +75,15 @@ def _check_function(fn, name, args_for, right_for, mistakes, eps_mistakes, singl
     """The checking steps LayerNorm and RMSNorm share: random batches, a large eps, one vector."""
     for k, (seed, size) in enumerate(CASES):
         x, g, b = _inputs(seed, size)
-        args = args_for(x, g, b, 1e-5)
-        got = tensor(call(fn, name, *args), f"{name.split('(')[0]}(x, ...) for x of shape {size}",
-                     shape=size)
+        try:
+            got = call(fn, name, *args_for(x, g, b, 1e-5))
+        except Hint as hint:
+            if "must match the size" in str(hint):
+                raise Hint(f"{name} raised a shape error on x of shape {size}: did you forget "
+                           f"keepdim=True? x.mean(-1) has shape {size[:-1]} and does not line up with x; "
+                           f"x.mean(-1, keepdim=True) has shape {(*size[:-1], 1)}.") from None
+            raise
+        got = tensor(got, f"{name.split('(')[0]}(x, ...) for x of shape {size}", shape=size)
         x, g, b = x.double(), g.double(), b.double()
         if not close(got, right_for(x, g, b, 1e-5), 1e-4):
             for hint, wrong in mistakes(x, g, b, 1e-5):

@@ -35,7 +35,7 @@ def check_pe_2(pe_2_0, pe_2_1):
 @checker
 def check_wavelength(answer, column=30, d_model=64):
     """The wavelength 2π · 10000^(2i/d_model) of a column, with i = column // 2."""
-    value = number(answer, "wavelength")
+    value = number(answer, f"wavelength_{column}" if isinstance(column, int) else "wavelength")
     if (isinstance(column, bool) or not isinstance(column, int) or isinstance(d_model, bool)
             or not isinstance(d_model, int) or column < 0 or d_model < 2 or column >= d_model):
         raise Hint("column and d_model should be whole numbers with 0 ≤ column < d_model, "
@@ -204,9 +204,9 @@ def check_default_init_question(answer_3):
         answer_3, "answer_3", "token",
         "nn.Embedding starts with spread 1, and × √64 makes it about 8, more than ten times the "
         "positions' 0.59: the small table of spread 1/√d_model is what makes the factor balance them.",
-        {"position": "That happens without the factor. nn.Embedding's default spread is about 1 "
-                     "(section 5 prints it); times √64 = 8 it becomes about 8, against 0.59 for the "
-                     "positions.",
+        {"position": "Positions dominate only for the course's small table without the factor (0.20 "
+                     "times as long). nn.Embedding's default spread is about 1 (section 5 prints it); "
+                     "times √64 = 8 it becomes about 8, against 0.59 for the positions.",
          "balanced": "Balance needs the small table of spread 1/√64 = 0.125 that the course draws "
                      "(section 5); nn.Embedding's default spread is about 1, so × 8 makes the token "
                      "more than ten times louder than the positions."})
