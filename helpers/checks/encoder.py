@@ -57,11 +57,22 @@ VIEW_ERRORS = [
     ("view size is not compatible",
      "view(...) after transpose(1, 2) fails because the numbers are no longer stored in row "
      "order: join the heads with .reshape(...) (or .contiguous().view(...))."),
+    ("is invalid for input of size",
+     "a view or reshape asked for a fixed shape that does not fit x of shape {shape}: read b, n "
+     "and d_model from x.shape, and d_k = d_model // h from the h you are given."),
+    ("Expected size for first two dimensions of batch2 tensor",
+     "two head tensors do not fit in a product: the scores are Q @ K.transpose(-2, -1), "
+     "(b, h, n, d_k) @ (b, h, d_k, n), and the output is weights @ V."),
+    ("shapes cannot be multiplied",
+     "a matrix product got mismatched sizes: x @ W_Q needs x itself, (b, n, d_model), and the "
+     "heads must be joined back to (b, n, d_model) before @ W_O."),
 ]
 
 
 def _run(fn, name, *args, errors=()):
-    """call(fn, name, *args), with the raw error of a usual mistake replaced by what to write."""
+    """call(fn, name, *args), with the raw error of a usual mistake replaced by what to write.
+
+    An advice may name {shape}, the shape of the first argument."""
     try:
         return call(fn, name, *args)
     except Hint as hint:
@@ -72,6 +83,7 @@ def _run(fn, name, *args, errors=()):
                 found = (pattern.search(raised.group(2)) if isinstance(pattern, re.Pattern)
                          else pattern in raised.group(2))
                 if found:
+                    advice = advice.replace("{shape}", str(tuple(args[0].shape)))
                     raise Hint(f"{name.split('(')[0]} raised {raised.group(1)}: {advice}") from None
         raise
 
