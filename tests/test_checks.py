@@ -129,9 +129,9 @@ def which(answer):
     ("memory", "Check passed. Keys and values come from the encoder's output."),
     (" Memory ", "Check passed. Keys and values come from the encoder's output."),
     ("decoder", "Only the queries come from the decoder (section 2)."),
-    (None, "Not answered yet: set answer to one of 'memory', 'decoder'."),
-    ("encoder", "answer should be one of 'memory', 'decoder', got 'encoder'."),
-    (3, "answer should be one of the strings 'memory', 'decoder', got int."),
+    (None, "Not answered yet: set answer to one of 'decoder', 'memory'."),
+    ("encoder", "answer should be one of 'decoder', 'memory', got 'encoder'."),
+    (3, "answer should be one of the strings 'decoder', 'memory', got int."),
 ])
 def test_choice_question(answer, printed, capsys):
     question(answer)

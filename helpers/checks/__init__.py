@@ -215,7 +215,7 @@ def choice(x, name, right, why, wrong):
     wrong maps every other option to the hint it prints (which says where the notebook
     shows the answer). Raises Hint for a placeholder or an answer that is not an option.
     """
-    picked = _option(x, name, [right, *wrong])
+    picked = _option(x, name, sorted([right, *wrong]))  # sorted: the order gives nothing away
     return Passed(why) if picked == right else wrong[picked]
 
 
