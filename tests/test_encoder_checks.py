@@ -422,7 +422,7 @@ def test_check_shapes_names_the_confusion(answer, words, capsys):
     (" Feed-Forward ", "Check passed."),
     ("attention", "More heads do not add parameters"),
     ("the same", "twice as many (section 6)"),
-    ("ffn", "should be one of 'feed-forward', 'attention', 'the same'"),
+    ("ffn", "should be one of 'attention', 'feed-forward', 'the same'"),
     (None, "Not answered yet"),
 ])
 def test_question_more_heads(answer, words, capsys):
