@@ -120,9 +120,6 @@ def call(fn, name, *args, no_grad=True, **kwargs):
         raise Hint(f"Not answered yet: write the body of {short} and run its cell.") from None
     except Exception as e:  # the learner's code may fail in any way: say how, in one line
         message = " ".join(str(e).split())[:200]
-        if "must match the size" in message or "shapes cannot be multiplied" in message:
-            message += (" (check each tensor's shape: keepdim=True keeps a reduced axis, and a "
-                        "linear layer's weight is stored as (out, in))")
         raise Hint(f"{name} raised {type(e).__name__}: {message}") from None
     if out is None:
         raise Hint(f"{name} returned None: end it with `return` and the result.")
