@@ -1,0 +1,336 @@
+"""Checks for notebook 08 (decoding): the length-penalised score, one step of beam search, and the
+questions of "Check your understanding"."""
+
+import math
+
+import torch
+
+from helpers.checks import Hint, Passed, call, checker, choice, close, number
+from helpers.decoding import beam_step, length_penalty
+
+PAD = 0
+
+# The three hypotheses of "Your turn 1": the probability of each token, </s> included.
+HYPOTHESES = {
+    "d e b a c </s>": [0.9, 0.9, 0.8, 0.9, 0.9, 0.9],
+    "d e </s>": [0.9, 0.9, 0.6],
+    "d e b a c c </s>": [0.9, 0.9, 0.8, 0.9, 0.9, 0.5, 0.9],
+}
+
+
+def _score_mistakes(probs, alpha=0.6):
+    """(hint, the three scores a learner with that mistake gets), the likely mistakes first."""
+    logs = [[math.log(p) for p in ps] for ps in probs]
+    total = [sum(lg) for lg in logs]
+    n = [len(ps) for ps in probs]
+
+    def each(f):
+        return [f(t, m, lg) for t, m, lg in zip(total, n, logs, strict=True)]
+
+    yield ("These are the log-probabilities log P(Y) without the length penalty: divide each by "
+           "lp(Y) = ((5 + |Y|) / 6)^0.6.", total)
+    yield ("You applied the penalty per token, dividing each token's log-probability by lp of its own "
+           "position: add the log-probabilities first, then divide the sum once by lp(|Y|).",
+           each(lambda t, m, lg: sum(v / length_penalty(i + 1) for i, v in enumerate(lg))))
+    yield ("You divided by the length (the mean log-probability per token): the paper divides by "
+           "lp(Y) = ((5 + |Y|) / 6)^0.6, which grows more slowly than |Y|.", each(lambda t, m, lg: t / m))
+    yield ("α is in the wrong place: you computed (5 + |Y|)^0.6 / 6; the whole ratio is raised to "
+           "the power: ((5 + |Y|) / 6)^0.6.", each(lambda t, m, lg: t / ((5 + m) ** alpha / 6)))
+    yield ("α is in the wrong place: you multiplied by 0.6 instead of raising to the power 0.6: "
+           "lp = ((5 + |Y|) / 6)^0.6.", each(lambda t, m, lg: t / (alpha * (5 + m) / 6)))
+    yield ("α is in the wrong place: you raised only the 6 to the power 0.6; the whole ratio is: "
+           "((5 + |Y|) / 6)^0.6.", each(lambda t, m, lg: t / ((5 + m) / 6 ** alpha)))
+    yield ("You used the exponent 1/α: lp = ((5 + |Y|) / 6)^0.6, not to the power 1/0.6.",
+           each(lambda t, m, lg: t / ((5 + m) / 6) ** (1 / alpha)))
+    yield ("You multiplied log P(Y) by lp(Y): the score divides by it, score = log P(Y) / lp(Y).",
+           each(lambda t, m, lg: t * length_penalty(m)))
+    yield ("|Y| counts every token written, </s> included: with |Y| one less, lp is too small.",
+           each(lambda t, m, lg: t / length_penalty(m - 1)))
+    yield ("|Y| counts the tokens written after <s>, </s> included but not <s>: with |Y| one more, "
+           "lp is too large.", each(lambda t, m, lg: t / length_penalty(m + 1)))
+    yield ("You divided the probability P(Y) instead of its logarithm: score = log P(Y) / lp(Y), "
+           "a negative number.", each(lambda t, m, lg: math.exp(t) / length_penalty(m)))
+    yield ("You used log base 10: the log-probabilities are natural logs (math.log, torch.log).",
+           each(lambda t, m, lg: t / math.log(10) / length_penalty(m)))
+    yield ("You used log base 2: the log-probabilities are natural logs (math.log, torch.log).",
+           each(lambda t, m, lg: t / math.log(2) / length_penalty(m)))
+    yield ("Check the sign: log-probabilities are negative, so the scores are negative too "
+           "(the best is the one closest to 0).", each(lambda t, m, lg: -t / length_penalty(m)))
+
+
+def _three_numbers(scores):
+    if scores is None or scores is Ellipsis:
+        raise Hint("Not answered yet: set scores to the list of the three penalised scores.")
+    if isinstance(scores, dict):
+        scores = list(scores.values())
+    if isinstance(scores, torch.Tensor):
+        if scores.numel() != 3:
+            raise Hint(f"scores should hold 3 numbers, one per hypothesis; got a tensor of shape "
+                       f"{tuple(scores.shape)}.")
+        scores = scores.flatten().tolist()
+    if isinstance(scores, (str, bytes)) or not isinstance(scores, (list, tuple)):
+        raise Hint(f"scores should be a list of 3 numbers, e.g. [-0.1, -0.2, -0.3]; got "
+                   f"{type(scores).__name__}.")
+    if len(scores) != 3:
+        raise Hint(f"scores should hold 3 numbers, one per hypothesis in the order given; got {len(scores)}.")
+    return [number(s, f"scores[{i}]") for i, s in enumerate(scores)]
+
+
+@checker
+def check_penalised_scores(scores, best):
+    """scores: log P(Y) / lp(Y) of the three HYPOTHESES (α = 0.6); best: the number (1, 2 or 3) of
+    the hypothesis beam search keeps."""
+    got = _three_numbers(scores)
+    probs = list(HYPOTHESES.values())
+    right = [sum(math.log(p) for p in ps) / length_penalty(len(ps)) for ps in probs]
+    if not all(close(g, r, 2e-3) for g, r in zip(got, right, strict=True)):
+        for hint, wrong in _score_mistakes(probs):
+            if all(close(g, w, 2e-3) for g, w in zip(got, wrong, strict=True)):
+                return hint
+        ok = [i + 1 for i, (g, r) in enumerate(zip(got, right, strict=True)) if close(g, r, 2e-3)]
+        if ok:
+            return (f"Hypothesis {ok[0]} is right, not all three: for each, add the natural logs of "
+                    "its token probabilities, then divide by ((5 + |Y|) / 6)^0.6 with |Y| its number "
+                    "of tokens.")
+        return ("Not yet: for each hypothesis add the natural logs of its token probabilities "
+                "(log P(Y)), count its tokens |Y| (</s> included), and divide: "
+                "log P(Y) / ((5 + |Y|) / 6)^0.6.")
+    if best is None or best is Ellipsis:
+        raise Hint("Not answered yet: the scores are right; now set best to 1, 2 or 3.")
+    if isinstance(best, str) and best.strip() in HYPOTHESES:
+        best = list(HYPOTHESES).index(best.strip()) + 1
+    pick = number(best, "best")
+    if pick not in (1, 2, 3):
+        return "best should be 1, 2 or 3: the number of the hypothesis, in the order given."
+    if pick == 2:
+        return ("Hypothesis 2 has the highest log P(Y) (fewest tokens to pay for), but beam search "
+                "ranks by the penalised score: compare your three scores.")
+    if pick == 3:
+        return "Hypothesis 3 has the lowest score of the three: the best score is the one closest to 0."
+    return Passed("With the penalty the six-token answer (−0.521) beats the short one (−0.607), "
+                  "although the short one has the higher log P(Y).")
+
+
+# --- one step of beam search ---------------------------------------------------------------
+
+STEP = "my_beam_step(log_p, lengths, finished, next_log_probs, alpha)"
+
+
+def _step_inputs(seed, batch=8, k=3, vocab=5):
+    """Beams with log P, lengths from 1 to 14, some finished, and next-token log-probabilities:
+    log P of about -0.1 to -0.4 per token, so that finished hypotheses of every length compete
+    with the alive ones and every typical mistake keeps other survivors in some row."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(1, 15, (batch, k), generator=g)
+    log_p = -(torch.rand(batch, k, generator=g) * 0.3 + 0.1) * lengths
+    finished = torch.rand(batch, k, generator=g) < 0.5
+    finished[:, 0] = True
+    finished[:, 1] = False
+    next_log_probs = (torch.randn(batch, k, vocab, generator=g) * 1.5).log_softmax(-1)
+    return log_p, lengths, finished, next_log_probs
+
+
+def _reference(log_p, lengths, finished, nlp, alpha, *, extend_finished=False, drop_finished=False,
+               combine="add", lp="right", length_step=1, per_beam=False, only_first=False,
+               largest=True, penalty_per_token=False):
+    """One beam-search step, right by default, or with one mistake; returns (beam, token, log_p)."""
+    batch, k, vocab = nlp.shape
+    alive_next = lengths + length_step
+    if combine == "add":
+        extended = log_p[..., None] + nlp
+    else:                                                        # log-probabilities multiplied
+        extended = log_p[..., None] * nlp
+    keep = torch.full_like(extended, float("-inf"))
+    keep[..., PAD] = log_p
+    if extend_finished:
+        total, length = extended, alive_next[..., None].expand_as(extended)
+    else:
+        total = torch.where(finished[..., None], keep, extended)
+        length = torch.where(finished, lengths, alive_next)[..., None].expand_as(extended)
+    if drop_finished:
+        total = total.masked_fill(finished[..., None], float("-inf"))
+    penalty = {"right": lambda n: ((5 + n) / 6) ** alpha,
+               "none": lambda n: torch.ones_like(n, dtype=torch.float),
+               "outside": lambda n: (5 + n) ** alpha / 6,
+               "times": lambda n: alpha * (5 + n) / 6}[lp](length.float())
+    score = total / penalty
+    if penalty_per_token:                                        # only the new token divided
+        score = torch.where(finished[..., None], keep, log_p[..., None] + nlp / penalty)
+    if per_beam:                                                 # each beam keeps its own best
+        best_token = score.argmax(-1)
+        beam = torch.arange(k).expand(batch, k)
+        return beam, best_token, total.gather(2, best_token[..., None])[..., 0]
+    if only_first:
+        best = score[:, 0].topk(k, dim=1, largest=largest).indices
+        return torch.zeros_like(best), best, total[:, 0].gather(1, best)
+    best = score.flatten(1).topk(k, dim=1, largest=largest).indices
+    return best // vocab, best % vocab, total.flatten(1).gather(1, best)
+
+
+STEP_MISTAKES = [
+    ("Finished hypotheses are still extended: a beam that wrote </s> is complete; it stays once, "
+     "as it is (token PAD, its log P and length unchanged), and competes with its final score.",
+     {"extend_finished": True}),
+    ("You kept each beam's own best token (one survivor per beam): take the top k over all "
+     "k × vocab candidates together, so a good beam may give two survivors and a poor one none.",
+     {"per_beam": True}),
+    ("You multiplied the log-probabilities: probabilities multiply, so log-probabilities add, "
+     "log P(new) = log P(beam) + log p(token).", {"combine": "times"}),
+    ("The length penalty divides the whole log P of a candidate, not only the new token's "
+     "log-probability: score = (log P(beam) + log p(token)) / lp(new length).",
+     {"penalty_per_token": True}),
+    ("α is in the wrong place: lp = ((5 + |Y|) / 6)^α is a power, not a product with α.",
+     {"lp": "times"}),
+    ("You ranked by log P without the length penalty: a finished hypothesis then competes unfairly "
+     "with longer ones; rank all candidates by log P / ((5 + |Y|) / 6)^α.", {"lp": "none"}),
+    ("The length of an extended candidate is its beam's length + 1 (it has one token more); "
+     "a finished one keeps its length.", {"length_step": 0}),
+    ("Finished hypotheses are missing: they stay in the running (once each, token PAD) and compete "
+     "with the extended ones by their final score.", {"drop_finished": True}),
+    ("Only the first beam was extended: every alive beam gives vocab candidates.", {"only_first": True}),
+    ("You kept the k worst candidates: take the largest scores (topk keeps the largest by default).",
+     {"largest": False}),
+]
+
+
+def _as_step_output(out, batch, k):
+    """The learner's (beam, token, new_log_p) as tensors (long, long, float64) of shape (batch, k)."""
+    if isinstance(out, torch.Tensor) or not isinstance(out, (tuple, list)) or len(out) != 3:
+        what = f"a tensor of shape {tuple(out.shape)}" if isinstance(out, torch.Tensor) else (
+            f"{len(out)} items" if isinstance(out, (tuple, list)) else type(out).__name__)
+        raise Hint(f"{STEP.split('(')[0]} should return three tensors (beam, token, new_log_p), "
+                   f"each (batch, k); got {what}.")
+    names = ("beam", "token", "new_log_p")
+    tensors = []
+    for name, value in zip(names, out, strict=True):
+        if not isinstance(value, torch.Tensor):
+            try:
+                value = torch.as_tensor(value)
+            except (TypeError, ValueError, RuntimeError):
+                raise Hint(f"{name} should be a tensor of shape ({batch}, {k}), got "
+                           f"{type(value).__name__}.") from None
+        if value.dtype == torch.bool or value.is_complex():
+            raise Hint(f"{name} should hold numbers, got dtype {value.dtype}.")
+        if tuple(value.shape) != (batch, k):
+            raise Hint(f"{name} should have shape ({batch}, {k}), one number per survivor; got "
+                       f"{tuple(value.shape)}.")
+        tensors.append(value.detach())
+    beam, token, new_log_p = tensors
+    for name, value in (("beam", beam), ("token", token)):
+        if value.is_floating_point() and not bool((value == value.round()).all()):
+            raise Hint(f"{name} should hold whole numbers (indices); use // and % on the flat index "
+                       "that topk returns.")
+    if torch.isnan(new_log_p.double()).any():
+        raise Hint("new_log_p contains NaN: look for -inf · 0 or -inf - -inf.")
+    return beam.long(), token.long(), new_log_p.double()
+
+
+def _canonical(beam, token, log_p, vocab):
+    """The survivors of each row in one fixed order (by beam, then token), so that any order of the
+    k survivors counts as the same answer."""
+    order = (beam * vocab + token).argsort(dim=1)
+    return beam.gather(1, order), token.gather(1, order), log_p.double().gather(1, order)
+
+
+def _same_survivors(a, b, vocab, check_log_p=True):
+    a, b = _canonical(*a, vocab), _canonical(*b, vocab)
+    same = torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    return same and (not check_log_p or close(a[2], b[2], 1e-4))
+
+
+@checker
+def check_beam_step(fn):
+    """The learner's my_beam_step against helpers.decoding.beam_step on batches with finished beams."""
+    for number_, (seed, alpha) in enumerate(((5, 0.6), (1, 1.0))):
+        log_p, lengths, finished, nlp = _step_inputs(seed)
+        batch, k, vocab = nlp.shape
+        got = _as_step_output(call(fn, STEP, log_p, lengths, finished, nlp, alpha), batch, k)
+        want = beam_step(log_p, lengths, finished, nlp, alpha)
+        if _same_survivors((got[1], got[0], got[2]), want, vocab, check_log_p=False):
+            return "beam and token are swapped: return (beam, token, new_log_p) in this order."
+        if ((got[0] < 0) | (got[0] >= k)).any() or ((got[1] < 0) | (got[1] >= vocab)).any():
+            return (f"beam should be in 0..{k - 1} (which beam each survivor extends) and token in "
+                    f"0..{vocab - 1}: from the flat index i over k × vocab, beam = i // vocab and "
+                    "token = i % vocab.")
+        if _same_survivors(got, want, vocab):
+            continue
+        if _same_survivors(got, want, vocab, check_log_p=False):
+            score = want[2] / length_penalty(torch.where(finished, lengths, lengths + 1)
+                                             .gather(1, want[0]).double(), alpha)
+            if _same_survivors(got, (want[0], want[1], score), vocab):
+                return ("The right survivors, but new_log_p holds their penalised scores: return "
+                        "log P itself; the penalty only ranks, and the next step adds to log P.")
+            return ("The right survivors, but new_log_p is off: it is log P(beam) + log p(token) "
+                    "for an extended beam and log P(beam) unchanged for a finished one.")
+        for hint, mistake in STEP_MISTAKES:
+            wrong = _reference(log_p, lengths, finished, nlp, alpha, **mistake)
+            if _same_survivors(got, wrong, vocab, check_log_p=False):
+                return hint
+        if number_ > 0:
+            return ("Right with α = 0.6 but not with α = 1.0 (another batch): use the alpha you are "
+                    "given, lp = ((5 + |Y|) / 6)^alpha.")
+        return ("Not yet: build every candidate's log P (alive beam + each token; finished beam once, "
+                "as token PAD), divide by ((5 + length) / 6)^alpha, and keep the top k over the flattened "
+                "k × vocab candidates of each row.")
+    return Passed("Your step keeps the same k survivors as helpers.decoding.beam_step on two batches "
+                  "with finished hypotheses.")
+
+
+# --- Check your understanding -----------------------------------------------------------------
+
+@checker
+def check_beam_one(answer_1):
+    """Beam search with k = 1 and greedy decoding: always the same output ("a")."""
+    return choice(
+        answer_1, "answer_1", "a",
+        "With one beam the candidates of a step all extend the same hypothesis, so they have the same "
+        "length and the same lp: the best score is the most probable next token, greedy's choice.",
+        {"b": "The length penalty only reorders hypotheses of different lengths. With one beam every "
+              "candidate of a step has the same length, so dividing by the same lp changes no ranking "
+              "(section 6 shows beam 1 and greedy agree on all 500 test sequences).",
+         "c": "One beam keeps one hypothesis, exactly as greedy does: it cannot come back to a prefix "
+              "it dropped, so it is not better, it is the same search (section 6)."})
+
+
+@checker
+def check_confident_greedy(answer_2):
+    """Greedy chose a token of probability 0.93 at each of 6 steps: beam 4 cannot change it ("a")."""
+    return choice(
+        answer_2, "answer_2", "a",
+        "Any other answer leaves greedy's path at some step with a token of probability at most 0.07, "
+        "so its log P is at most ln 0.07 = −2.66, while greedy's is 6 · ln 0.93 = −0.44; even the "
+        "largest penalty within input + 50 tokens cannot close that gap.",
+        {"b": "Beam search keeps 4 hypotheses while it searches, but it returns the one with the best "
+              "score, and here nothing can beat greedy's: any other answer contains a token of "
+              "probability ≤ 0.07 (section 4, the toy; section 6, the trained model).",
+         "c": "The penalty helps longer answers, but not that much: an answer with log P ≤ −2.66 needs "
+              "lp ≥ 8.8 to reach greedy's score −0.30, that is more than 220 tokens, and the search "
+              "stops at input + 50 (section 3 has the formula)."})
+
+
+@checker
+def check_cache_bytes(answer_3):
+    """Bytes of the decoder's self-attention KV cache of the base model (N = 6, d_model = 512) for
+    one sequence of 100 target tokens in float32: 2 · 6 · 100 · 512 · 4 = 2,457,600."""
+    value = number(answer_3, "answer_3")
+    right = 2 * 6 * 100 * 512 * 4
+    if close(value, right, 0.5):
+        return Passed("2 (keys and values) · 6 layers · 100 positions · 512 numbers · 4 bytes: about "
+                      "2.5 MB for one sequence, growing by 24 KB per token.")
+    hints = {
+        2 * 6 * 100 * 512: "That is the number of numbers; in float32 each takes 4 bytes.",
+        6 * 100 * 512 * 4: "Count both the keys and the values: the factor 2 in 2 · N · n · d_model.",
+        2 * 12 * 100 * 512 * 4: "The cache belongs to the decoder's 6 layers: the encoder runs once and "
+                                "keeps nothing per generated token (section 7).",
+        2 * 6 * 100 * 64 * 4: "Each layer keeps all its heads: 8 heads of d_k = 64 make d_model = 512 "
+                              "numbers per position for the keys, as many for the values.",
+        2 * 6 * 100 * 512 * 8 * 4: "The 8 heads are already in d_model = 512 (8 · 64): do not multiply "
+                                   "by the heads again.",
+        2 * 6 * 100 * 512 * 4 / 1024: "That is in kibibytes: the question asks for bytes.",
+        2 * 6 * 100 * 512 * 4 / 1e6: "That is in megabytes: the question asks for bytes.",
+    }
+    for wrong, hint in hints.items():
+        if close(value, wrong, 0.5 if wrong > 100 else 1e-3):
+            return hint
+    return ("Use notebook 06's count per token, 2 · N · d_model numbers (keys and values, every decoder "
+            "layer), times 100 positions, times 4 bytes per float32 number (section 7).")

@@ -1,0 +1,379 @@
+"""helpers.decoding (beam search, the KV cache, the shipped checkpoints) and the checks of notebook 08."""
+
+import math
+
+import pytest
+import torch
+
+from helpers.checks import PASSED
+from helpers.checks.decoding import (
+    HYPOTHESES,
+    check_beam_one,
+    check_beam_step,
+    check_cache_bytes,
+    check_confident_greedy,
+    check_penalised_scores,
+)
+from helpers.decoding import (
+    CHECKPOINTS,
+    PARTLY_TRAINED,
+    TRAINED,
+    KVCache,
+    beam_search,
+    beam_search_all,
+    beam_step,
+    decode_step,
+    exact_matches,
+    greedy_decode,
+    length_penalty,
+    load_tiny,
+    search,
+    sequence_log_prob,
+    up_to_eos,
+)
+from helpers.model import Transformer
+from helpers.reversal import BOS, EOS, ITOS, PAD, STOI, VOCAB, batch, decode_ids, exact_match
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """One thread, as the notebooks: the tiny model's many small operations gain nothing from two."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+# --- a toy "model": a table of next-token probabilities --------------------------------------
+
+TOY = {
+    (): {"a": 0.5, "b": 0.4, "</s>": 0.1},
+    ("a",): {"a": 0.4, "b": 0.3, "</s>": 0.3},
+    ("b",): {"a": 0.9, "b": 0.05, "</s>": 0.05},
+    ("a", "a"): {"a": 0.2, "b": 0.2, "</s>": 0.6},
+    ("b", "a"): {"a": 0.05, "b": 0.05, "</s>": 0.9},
+}
+
+
+def toy_next(ys, table=TOY, default=None):
+    default = default or {"a": 0.25, "b": 0.25, "</s>": 0.5}
+    out = torch.full((ys.shape[0], VOCAB), float("-inf"))
+    for r, row in enumerate(ys.tolist()):
+        prefix = tuple(ITOS[i] for i in row[1:] if i not in (PAD, EOS))
+        for token, p in table.get(prefix, default).items():
+            out[r, STOI[token]] = math.log(p)
+    return out
+
+
+def test_length_penalty_of_gnmt():
+    assert length_penalty(1) == 1.0
+    assert length_penalty(6, 0.6) == pytest.approx((11 / 6) ** 0.6)
+    assert length_penalty(6, 0.0) == 1.0
+    assert torch.allclose(length_penalty(torch.tensor([1.0, 7.0]), 1.0), torch.tensor([1.0, 2.0]))
+
+
+def test_toy_beam_two_beats_greedy():
+    greedy = search(toy_next, 1, 1, torch.tensor([3]))
+    beam = search(toy_next, 1, 2, torch.tensor([3]))
+    assert decode_ids(greedy["tokens"][0, 0]) == "<s> a a </s>"
+    assert greedy["log_p"][0, 0].exp().item() == pytest.approx(0.5 * 0.4 * 0.6)
+    assert decode_ids(beam["tokens"][0, 0]) == "<s> b a </s>"
+    assert beam["log_p"][0, 0].exp().item() == pytest.approx(0.4 * 0.9 * 0.9)
+    assert decode_ids(beam["tokens"][0, 1]) == "<s> a a </s>"
+    assert beam["finished"].all() and beam["lengths"].tolist() == [[3, 3]]
+
+
+def test_finished_hypotheses_are_kept_not_extended_and_padded():
+    out = search(toy_next, 1, 3, torch.tensor([5]))
+    texts = [decode_ids(t) for t in out["tokens"][0]]
+    assert texts == ["<s> b a </s>", "<s> a </s> <pad>", "<s> a a </s>"]   # finished at step 2
+    assert out["lengths"].tolist() == [[3, 2, 3]]
+    assert out["log_p"][0, 1].exp().item() == pytest.approx(0.5 * 0.3)
+    assert out["scores"][0].tolist() == sorted(out["scores"][0].tolist(), reverse=True)
+
+
+def test_maximum_length_per_input_and_early_stop():
+    calls = []
+
+    def never_ends(ys):
+        calls.append(ys.shape[1])
+        out = toy_next(ys, table={}, default={"a": 0.6, "b": 0.4})
+        return out
+
+    out = search(never_ends, 2, 2, torch.tensor([3, 5]))
+    assert out["lengths"].tolist() == [[3, 3], [5, 5]]                 # stopped by the maximum
+    assert out["finished"].all()
+    assert decode_ids(out["tokens"][0, 0]) == "<s> a a a <pad> <pad>"  # row 0 stopped at 3
+    assert len(calls) == 5
+    calls.clear()
+    search(lambda ys: calls.append(1) or toy_next(ys), 1, 2, torch.tensor([60]))
+    assert len(calls) == 3                                             # all finished after 3 steps
+
+
+def test_beam_step_ranks_all_candidates_together():
+    log_p = torch.tensor([[-0.5, -0.1]])
+    lengths = torch.tensor([[3, 2]])
+    finished = torch.tensor([[True, False]])
+    nxt = torch.log(torch.tensor([[[0.1, 0.2, 0.3, 0.4], [0.7, 0.1, 0.1, 0.1]]]))
+    beam, token, new = beam_step(log_p, lengths, finished, nxt, alpha=0.6)
+    assert beam.tolist() == [[1, 0]] and token.tolist() == [[0, 0]]
+    assert torch.allclose(new, torch.tensor([[-0.1 + math.log(0.7), -0.5]]))
+
+
+@pytest.fixture(scope="module")
+def test_set():
+    return batch(500, torch.Generator().manual_seed(1234))
+
+
+@pytest.fixture(scope="module")
+def models():
+    return {name: load_tiny(CHECKPOINTS / name) for name in (PARTLY_TRAINED, TRAINED)}
+
+
+def test_shipped_checkpoints_load_and_reach_notebook_05s_exact_match(test_set, models):
+    src, _, tgt_out = test_set
+    for name in (PARTLY_TRAINED, TRAINED):
+        state = torch.load(CHECKPOINTS / name, weights_only=True)
+        model = Transformer(vocab=VOCAB, d=64, h=4, d_ff=256, n_layers=2)
+        assert model.load_state_dict(state, strict=True)
+        assert sum(v.numel() for v in state.values()) == 234_304
+        assert (CHECKPOINTS / name).stat().st_size < 1_100_000
+    assert exact_match(models[TRAINED], src, tgt_out) >= 0.99
+    assert 0.5 < exact_match(models[PARTLY_TRAINED], src, tgt_out) < 0.95
+
+
+def test_beam_one_is_greedy(test_set, models):
+    src = test_set[0]
+    torch.manual_seed(0)
+    untrained = Transformer(VOCAB, 64, 4, 256, 2).eval()
+    for model in (*models.values(), untrained):
+        greedy = greedy_decode(model, src, max_len=12)
+        beam = beam_search(model, src, k=1, max_len=12)
+        assert [up_to_eos(g[1:]) for g in greedy.tolist()] == [up_to_eos(b[1:]) for b in beam.tolist()]
+
+
+def test_beam_four_on_the_checkpoints(test_set, models):
+    src, _, tgt_out = test_set
+    for name, model in models.items():
+        greedy = exact_matches(greedy_decode(model, src, max_len=src.shape[1] + 50), tgt_out)
+        result = beam_search_all(model, src, k=4)
+        beam = exact_matches(result["tokens"][:, 0], tgt_out)
+        if name == TRAINED:
+            assert greedy.all() and beam.all()
+        else:
+            assert beam.float().mean() >= greedy.float().mean()
+        best = result["tokens"][:, 0]
+        assert ((best[:, 1:] == EOS).sum(1) <= 1).all()                 # one </s>, then padding
+        log_p, lengths = sequence_log_prob(model, src, best)
+        assert torch.allclose(log_p, result["log_p"][:, 0], atol=1e-4)
+        assert torch.equal(lengths, result["lengths"][:, 0])
+        assert (result["lengths"][:, 0] <= (src != PAD).sum(1) + 50).all()
+
+
+def test_beam_search_with_and_without_the_cache_agree(test_set, models):
+    src = test_set[0][:64]
+    model = models[PARTLY_TRAINED]
+    a = beam_search_all(model, src, k=4, use_cache=True)
+    b = beam_search_all(model, src, k=4, use_cache=False)
+    assert torch.equal(a["tokens"], b["tokens"])
+    assert torch.allclose(a["scores"], b["scores"], atol=1e-5)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("steps", [1, 2, 5, 17, 40])
+def test_cache_equals_recomputation(norm_first, steps, models):
+    if norm_first:
+        torch.manual_seed(3)
+        model = Transformer(VOCAB, 32, 4, 64, 3, norm_first=True).eval()
+    else:
+        model = models[TRAINED]
+    src = batch(6, torch.Generator().manual_seed(steps))[0]
+    ys = torch.cat([torch.full((6, 1), BOS), torch.randint(3, VOCAB, (6, steps - 1))], dim=1)
+    with torch.no_grad():
+        mask = model.memory_mask(src)
+        memory = model.encode(src, mask)
+        full = model.decode(ys, memory, memory_mask=mask)                # every position at once
+        cache = KVCache(model, memory, mask)
+        cached = torch.stack([decode_step(model, ys[:, t], cache) for t in range(steps)], dim=1)
+    assert (full.softmax(-1) - cached.softmax(-1)).abs().max() < 1e-5       # float32 rounding only
+    assert (full - cached).abs().max() < 1e-5 * full.abs().max()
+    n_layers, d = len(model.decoder_layers), model.d
+    assert cache.self_attention_numbers() == 2 * n_layers * steps * d * 6  # 2 · N · n · d_model per row
+    assert cache.keys[0].shape == (6, 4, steps, d // 4)
+
+
+def test_greedy_with_and_without_cache_and_05s_greedy(test_set, models):
+    from helpers.reversal import greedy_decode as greedy_05
+    src = test_set[0][:100]
+    for model in models.values():
+        a = greedy_decode(model, src, use_cache=True)
+        b = greedy_decode(model, src, use_cache=False)
+        assert torch.equal(a, b) and torch.equal(a, greedy_05(model, src))
+
+
+# --- the checks ---------------------------------------------------------------------------------
+
+def printed(capsys, check, *args):
+    check(*args)
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1, out
+    return out.strip()
+
+
+def scores_with(f):
+    return [f([math.log(p) for p in ps]) for ps in HYPOTHESES.values()]
+
+
+def test_check_penalised_scores(capsys):
+    def right(lg):
+        return sum(lg) / ((5 + len(lg)) / 6) ** 0.6
+
+    values = scores_with(right)
+    assert printed(capsys, check_penalised_scores, values, 1).startswith(PASSED)
+    as_tensor = torch.tensor([sum(math.log(p) for p in ps) for ps in HYPOTHESES.values()])
+    lengths = torch.tensor([len(ps) for ps in HYPOTHESES.values()], dtype=torch.float)
+    penalised = as_tensor / ((5 + lengths) / 6) ** 0.6
+    assert printed(capsys, check_penalised_scores, penalised, 1).startswith(PASSED)
+    mistakes = {
+        "without the length penalty": lambda lg: sum(lg),
+        "per token": lambda lg: sum(v / ((5 + i + 1) / 6) ** 0.6 for i, v in enumerate(lg)),
+        "divided by the length": lambda lg: sum(lg) / len(lg),
+        "computed (5 + |Y|)^0.6 / 6": lambda lg: sum(lg) / ((5 + len(lg)) ** 0.6 / 6),
+        "multiplied by 0.6": lambda lg: sum(lg) / (0.6 * (5 + len(lg)) / 6),
+        "only the 6": lambda lg: sum(lg) / ((5 + len(lg)) / 6 ** 0.6),
+        "1/α": lambda lg: sum(lg) / ((5 + len(lg)) / 6) ** (1 / 0.6),
+        "multiplied log P(Y) by lp": lambda lg: sum(lg) * ((5 + len(lg)) / 6) ** 0.6,
+        "with |Y| one less": lambda lg: sum(lg) / ((4 + len(lg)) / 6) ** 0.6,
+        "with |Y| one more": lambda lg: sum(lg) / ((6 + len(lg)) / 6) ** 0.6,
+        "probability P(Y)": lambda lg: math.exp(sum(lg)) / ((5 + len(lg)) / 6) ** 0.6,
+        "base 10": lambda lg: sum(lg) / math.log(10) / ((5 + len(lg)) / 6) ** 0.6,
+        "base 2": lambda lg: sum(lg) / math.log(2) / ((5 + len(lg)) / 6) ** 0.6,
+        "sign": lambda lg: -sum(lg) / ((5 + len(lg)) / 6) ** 0.6,
+    }
+    for words, f in mistakes.items():
+        assert words in printed(capsys, check_penalised_scores, scores_with(f), 1), words
+    assert "highest log P(Y)" in printed(capsys, check_penalised_scores, values, 2)
+    assert "lowest score" in printed(capsys, check_penalised_scores, values, 3)
+    assert printed(capsys, check_penalised_scores, values, None).startswith("Not answered yet")
+    assert printed(capsys, check_penalised_scores, None, None).startswith("Not answered yet")
+    assert "Hypothesis 1 is right" in printed(capsys, check_penalised_scores, [values[0], 0.0, 0.0], 1)
+    assert "3 numbers" in printed(capsys, check_penalised_scores, values[:2], 1)
+
+
+def loop_beam_step(log_p, lengths, finished, next_log_probs, alpha):
+    """The right step written with Python loops: every candidate of a row in a list, sorted."""
+    batch, k, vocab = next_log_probs.shape
+    beams, tokens, news = [], [], []
+    for b in range(batch):
+        candidates = []
+        for i in range(k):
+            if finished[b, i]:
+                lp = ((5 + lengths[b, i].item()) / 6) ** alpha
+                candidates.append((log_p[b, i].item() / lp, i, PAD, log_p[b, i].item()))
+            else:
+                lp = ((5 + lengths[b, i].item() + 1) / 6) ** alpha
+                for t in range(vocab):
+                    total = log_p[b, i].item() + next_log_probs[b, i, t].item()
+                    candidates.append((total / lp, i, t, total))
+        best = sorted(candidates, reverse=True)[:k]
+        beams.append([c[1] for c in best])
+        tokens.append([c[2] for c in best])
+        news.append([c[3] for c in best])
+    return torch.tensor(beams), torch.tensor(tokens), torch.tensor(news)
+
+
+def wrong_step(mistake):
+    """A learner's step with one mistake, written independently of the checker."""
+
+    def step(log_p, lengths, finished, nlp, alpha):
+        batch, k, vocab = nlp.shape
+        fin = finished[..., None]
+        total = log_p[..., None] + nlp
+        if mistake == "times":
+            total = log_p[..., None] * nlp
+        carried = torch.full_like(total, -math.inf)
+        carried[..., PAD] = log_p
+        new_len = (lengths + 1)[..., None].expand_as(total)
+        if mistake != "extend finished":
+            total = torch.where(fin, carried, total)
+            new_len = torch.where(fin, lengths[..., None], new_len)
+        if mistake == "drop finished":
+            total = total.masked_fill(fin, -math.inf)
+        if mistake == "same length":
+            new_len = lengths[..., None].expand_as(total)
+        lp = ((5 + new_len) / 6) ** alpha
+        if mistake == "no penalty":
+            lp = torch.ones_like(lp)
+        if mistake == "alpha times":
+            lp = alpha * (5 + new_len) / 6
+        score = total / lp
+        if mistake == "penalty per token":
+            score = torch.where(fin, carried, log_p[..., None] + nlp / lp)
+        if mistake == "per beam":
+            token = score.argmax(-1)
+            return torch.arange(k).repeat(batch, 1), token, total.gather(2, token[..., None])[..., 0]
+        if mistake == "first beam":
+            idx = score[:, 0].topk(k, dim=-1).indices
+            return torch.zeros_like(idx), idx, total[:, 0].gather(1, idx)
+        idx = score.flatten(1).topk(k, largest=mistake != "smallest").indices
+        beam, token = idx // vocab, idx % vocab
+        if mistake == "swapped":
+            return token, beam, total.flatten(1).gather(1, idx)
+        if mistake == "penalised scores":
+            return beam, token, score.flatten(1).gather(1, idx)
+        return beam, token, total.flatten(1).gather(1, idx)
+
+    return step
+
+
+def test_check_beam_step(capsys):
+    assert printed(capsys, check_beam_step, beam_step).startswith(PASSED)
+    assert printed(capsys, check_beam_step, loop_beam_step).startswith(PASSED)
+
+    def reversed_order(*args):
+        beam, token, new = beam_step(*args)
+        return beam.flip(1), token.flip(1), new.flip(1)
+
+    assert printed(capsys, check_beam_step, reversed_order).startswith(PASSED)
+    assert printed(capsys, check_beam_step, wrong_step(None)).startswith(PASSED)
+    expected = {
+        "extend finished": "Finished hypotheses are still extended",
+        "per beam": "each beam's own best token",
+        "times": "You multiplied the log-probabilities",
+        "penalty per token": "not only the new token",
+        "alpha times": "is a power, not a product",
+        "no penalty": "without the length penalty",
+        "same length": "beam's length + 1",
+        "drop finished": "Finished hypotheses are missing",
+        "first beam": "Only the first beam",
+        "smallest": "the k worst",
+        "swapped": "beam and token are swapped",
+        "penalised scores": "holds their penalised scores",
+    }
+    for mistake, words in expected.items():
+        assert words in printed(capsys, check_beam_step, wrong_step(mistake)), mistake
+
+    def fixed_alpha(log_p, lengths, finished, nlp, alpha):
+        return beam_step(log_p, lengths, finished, nlp, 0.6)
+
+    assert "α = 1.0" in printed(capsys, check_beam_step, fixed_alpha)
+
+    def placeholder(log_p, lengths, finished, next_log_probs, alpha):
+        """Returns (beam, token, new_log_p), each (batch, k)."""
+        ...
+
+    assert printed(capsys, check_beam_step, placeholder).startswith("Not answered yet")
+    assert "three tensors" in printed(capsys, check_beam_step, lambda *a: a[0])
+
+
+def test_questions(capsys):
+    assert printed(capsys, check_beam_one, "a").startswith(PASSED)
+    assert "same length" in printed(capsys, check_beam_one, "b")
+    assert "same search" in printed(capsys, check_beam_one, "c")
+    assert printed(capsys, check_confident_greedy, "a").startswith(PASSED)
+    assert "returns the one with the best score" in printed(capsys, check_confident_greedy, "b")
+    assert "220 tokens" in printed(capsys, check_confident_greedy, "c")
+    assert printed(capsys, check_cache_bytes, 2_457_600).startswith(PASSED)
+    for wrong, words in {614_400: "4 bytes", 1_228_800: "factor 2", 4_915_200: "decoder's 6 layers",
+                         307_200: "all its heads", 19_660_800: "already in d_model",
+                         1_228_800.0 / 1: "factor 2", 2400: "kibibytes", 2.4576: "megabytes"}.items():
+        assert words in printed(capsys, check_cache_bytes, wrong), wrong
