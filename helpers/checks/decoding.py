@@ -304,7 +304,7 @@ def check_confident_greedy(answer_2):
               "score, and here nothing can beat greedy's: any other answer contains a token of "
               "probability ≤ 0.07 (section 4, the toy; section 6, the trained model).",
          "c": "The penalty helps longer answers, but not that much: an answer with log P ≤ −2.66 needs "
-              "lp ≥ 8.8 to reach greedy's score −0.30, that is more than 220 tokens, and the search "
+              "lp ≥ 8.8 to reach greedy's score −0.30, that is about 220 tokens, and the search "
               "stops at input + 50 (section 3 has the formula)."})
 
 
