@@ -83,5 +83,8 @@ class MultiHeadAttention(nn.Module):
         if self.keep_weights:
             heads, self.weights = attention(q, k, v, mask)
         else:
+            # the mask in the scores' dtype: SDPA on the CPU mixes a float32 mask with float64
+            # scores wrongly for some shapes (the future leaks)
+            mask = None if mask is None else mask.to(q.dtype)
             heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         return self.out_proj(merge_heads(heads))

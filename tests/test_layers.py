@@ -148,3 +148,16 @@ def test_hand_example_of_the_notebook():
     out = torch.relu(x @ W1 + torch.tensor([0.0, 0.0, 1.0])) @ W2 + torch.tensor([0.5, 0.0])
     assert out.tolist() == [1.5, 1.0]
     assert math.isclose(F.gelu(torch.tensor(1.0)).item(), 0.8413, abs_tol=1e-4)
+
+
+def test_float64_attention_with_a_float32_mask_hides_the_future():
+    from helpers.attention import MultiHeadAttention, additive_mask, causal_mask
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 1).double().eval()
+    x = torch.randn(1, 20, 16, dtype=torch.float64)
+    changed = x.clone()
+    changed[:, 10:] += 1.0                           # change only the future of positions 0..9
+    mask = additive_mask(causal=causal_mask(20))     # float32, as the model builds it
+    with torch.no_grad():
+        gap = (mha(x, mask=mask)[:, :10] - mha(changed, mask=mask)[:, :10]).abs().max().item()
+    assert gap == 0.0
