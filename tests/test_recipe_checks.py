@@ -151,7 +151,17 @@ def test_smoothed_loss_names_the_kl_divergence_and_per_row_losses(capsys):
     def per_row(logits, target, eps, pad):
         return F.cross_entropy(logits, target, label_smoothing=eps, ignore_index=pad, reduction="none")
 
+    def annotated_transformer(logits, target, eps, pad):     # its LabelSmoothing with KLDivLoss
+        n = logits.shape[-1]
+        q = torch.full_like(logits, eps / (n - 2))
+        q[torch.arange(len(target)), target] = 1 - eps
+        q[:, pad] = 0.0
+        q[target == pad] = 0.0
+        kl_sum = nn.KLDivLoss(reduction="sum")(F.log_softmax(logits, dim=-1), q)
+        return kl_sum / (target != pad).sum()
+
     assert "KL divergence" in printed(capsys, check_smoothed_loss, kl)
+    assert "the Annotated Transformer's loss" in printed(capsys, check_smoothed_loss, annotated_transformer)
     assert "should return one number" in printed(capsys, check_smoothed_loss, per_row)
     assert printed(capsys, check_smoothed_loss, lambda *a: torch.tensor(2.0)).startswith("Not PyTorch's")
 
@@ -249,6 +259,21 @@ def test_greedy_decode_names_each_mistake(small_model, options, words, capsys):
     assert words in printed(capsys, check_greedy_decode, wrong, small_model)
 
 
+def test_greedy_decode_written_for_one_sequence(small_model, capsys):
+    def one_sequence_stop(model, src):
+        model.eval()
+        memory = model.encode(src)
+        ys = torch.full((src.shape[0], 1), BOS)
+        for _ in range(src.shape[1] + 50):
+            nxt = model.decode(ys, memory, src)[:, -1].argmax(-1)
+            ys = torch.cat([ys, nxt[:, None]], dim=1)
+            if nxt == EOS:
+                break
+        return ys
+
+    assert "stop when done.all()" in printed(capsys, check_greedy_decode, one_sequence_stop, small_model)
+
+
 def test_greedy_decode_garbage_and_the_model_argument(small_model, capsys):
     assert printed(capsys, check_greedy_decode, None, small_model).startswith("Not answered yet")
     assert "Pass the trained model" in printed(capsys, check_greedy_decode, decode, None)
@@ -283,7 +308,7 @@ def test_dropout_left_on_is_recognised_by_the_seeded_decode_or_by_its_randomness
     ("dropout", "with dropout off the top probability is still about 0.92"),
     ("learning rate", "sits flat on the 0.537 floor"),
     (None, "Not answered yet: set answer_1 to one of"),
-    ("a", "answer_1 should be one of 'label smoothing'"),
+    ("a", "answer_1 should be one of 'dropout', 'label smoothing'"),
 ])
 def test_floor_question(answer, words, capsys):
     assert words in printed(capsys, check_floor_question, answer)
