@@ -20,7 +20,7 @@ NOTEBOOKS = [
     ("04_cross_attention", "Cross-attention",
      "Decoder layer, cross-attention, tied output; the whole model equal to nn.Transformer.", 60),
     ("05_training_recipe", "Training recipe",
-     "Adam, warmup, dropout, label smoothing; train the reversal model and watch it decode.", 50),
+     "Adam, warmup, dropout, label smoothing; train the reversal model and watch it decode.", 65),
     ("06_parameter_count", "Parameter count",
      "63,082,496 for the base model, GPT-2 small and SmolLM2-135M counted and checked.", 60),
     ("07_masks_and_shuffle_test", "Masks and the shuffle test",
