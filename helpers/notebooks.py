@@ -164,10 +164,28 @@ def execute(path):
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
-        for output in cell.get("outputs", []):
-            if output.output_type == "stream":
-                output.text = as_terminal_shows(output.text)
+        if cell.cell_type == "code":
+            cell.outputs = merged_streams(cell.outputs)
     nbformat.write(nb, path)
+
+
+def merged_streams(outputs):
+    """Outputs with consecutive pieces of one stream joined, each as a terminal shows it.
+
+    The kernel sends every refresh of a progress bar as its own piece of stderr; joined, the
+    pieces are one line rewritten many times, and the stored notebook keeps its last state.
+    """
+    merged = []
+    for output in outputs:
+        if (output.output_type == "stream" and merged and merged[-1].output_type == "stream"
+                and merged[-1].name == output.name):
+            merged[-1].text += output.text
+        else:
+            merged.append(copy.deepcopy(output))
+    for output in merged:
+        if output.output_type == "stream":
+            output.text = as_terminal_shows(output.text)
+    return merged
 
 
 def as_terminal_shows(text):

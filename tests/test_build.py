@@ -99,6 +99,12 @@ def test_stored_progress_bars_keep_their_last_state_only():
     bar = "train:   0%|  | 0/10\rtrain:  50%|# | 5/10 [loss 2.1]\rtrain: 100%|##| 10/10 [loss 0.6]\n"
     assert notebooks.as_terminal_shows(bar + "done\n") == "train: 100%|##| 10/10 [loss 0.6]\ndone\n"
     assert notebooks.as_terminal_shows("no bar\n") == "no bar\n"
+    states = ("\rtrain:   0%|  | 0/10", "\rtrain:  50%|# | 5/10", "\rtrain: 100%|##| 10/10\n")
+    pieces = [nbformat.v4.new_output("stream", name="stderr", text=t) for t in states]
+    pieces.insert(0, nbformat.v4.new_output("stream", name="stdout", text="start\n"))
+    merged = notebooks.merged_streams(pieces)
+    assert [(o.name, o.text) for o in merged] == [("stdout", "start\n"),
+                                                  ("stderr", "train: 100%|##| 10/10\n")]
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
@@ -108,6 +114,8 @@ def test_stored_outputs_hold_no_overwritten_progress_states(path):
         for output in cell.get("outputs", []):
             if output.output_type == "stream":
                 assert "\r" not in output.text.rstrip("\r"), cell.source[:80]
+        streams = [o.name for o in cell.get("outputs", []) if o.output_type == "stream"]
+        assert all(a != b for a, b in zip(streams, streams[1:], strict=False)), "a stream left in pieces"
 
 
 LEARNER_MUST_NOT_READ = re.compile(
