@@ -34,13 +34,15 @@ class TinyTransformer(nn.Module):
         self.norm = nn.LayerNorm(d_model)                       # pre-norm blocks need a final norm
         self.out = nn.Linear(d_model, len(TEAMS))
 
-    def forward(self, ids, key_mask="padding"):
+    def forward(self, ids, key_mask="padding", start=0):
         """key_mask: (batch, n) boolean, True where a token is hidden from every query;
-        "padding" (the default) hides ids == PAD, None hides nothing."""
+        "padding" (the default) hides ids == PAD, None hides nothing.
+        start: the position of the first token (0 for a ticket; another value moves the same
+        tokens along the position table, as if something came before them)."""
         if isinstance(key_mask, str):
             key_mask = padding_mask(ids, PAD)
         mask = None if key_mask is None else additive_mask(padding=key_mask)
-        h = self.embed(ids) + self.position(torch.arange(ids.shape[1]))
+        h = self.embed(ids) + self.position(torch.arange(start, start + ids.shape[1]))
         for block in self.blocks:
             h = block(h, mask)
         return self.out(mean_of_real_tokens(self.norm(h), ids))
@@ -64,11 +66,26 @@ def trim(ids):
     return ids[:, : int((ids != PAD).sum(1).max())]
 
 
+def batches_of_similar_length(ids, batch_size, generator, pool=50):
+    """One epoch's batches of row numbers: shuffle the rows, sort each pool of `pool` batches by
+    length, cut it into batches and shuffle the batches. Each batch holds tickets of similar
+    length, so trim() drops most of the padding, and every epoch still sees new batches in a
+    new order."""
+    lengths = (ids != PAD).sum(1)
+    batches = []
+    for group in torch.randperm(len(ids), generator=generator).split(batch_size * pool):
+        batches += group[lengths[group].argsort(stable=True)].split(batch_size)
+    return [batches[i] for i in torch.randperm(len(batches), generator=generator)]
+
+
 @torch.no_grad()
 def predict(model, ids, batch_size=256):
-    """Team scores for every row of ids, in evaluation mode (no dropout)."""
+    """Team scores for every row of ids, in evaluation mode (no dropout). The rows are run
+    sorted by length (less padding to trim), and the scores come back in the order of ids."""
     model.eval()
-    return torch.cat([model(trim(ids[i:i + batch_size])) for i in range(0, len(ids), batch_size)])
+    order = (ids != PAD).sum(1).argsort(stable=True)
+    scores = torch.cat([model(trim(ids[rows])) for rows in order.split(batch_size)])
+    return scores[order.argsort()]
 
 
 def accuracy(model, ids, y):
@@ -77,8 +94,9 @@ def accuracy(model, ids, y):
 
 
 def train(model, ids, y, valid=None, epochs=8, batch_size=16, lr=2e-3, seed=0, desc="training"):
-    """Adam on the cross-entropy, with a progress bar. Returns one dict per epoch
-    (mean training loss, and validation accuracy when valid = (ids, y) is given)."""
+    """Adam on the cross-entropy, in batches of tickets of similar length, with one progress bar
+    that shows the current loss. Returns one dict per epoch (mean training loss, and validation
+    accuracy when valid = (ids, y) is given)."""
     order_rng = torch.Generator().manual_seed(seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     steps = (len(ids) + batch_size - 1) // batch_size
@@ -87,16 +105,16 @@ def train(model, ids, y, valid=None, epochs=8, batch_size=16, lr=2e-3, seed=0, d
         for epoch in range(1, epochs + 1):
             model.train()
             total = 0.0
-            for batch in torch.randperm(len(ids), generator=order_rng).split(batch_size):
+            for batch in batches_of_similar_length(ids, batch_size, order_rng):
                 loss = F.cross_entropy(model(trim(ids[batch])), y[batch])
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
                 total += loss.item()
+                bar.set_postfix(epoch=epoch, loss=f"{loss.item():.3f}", refresh=False)
                 bar.update(1)
             row = {"epoch": epoch, "loss": total / steps}
             if valid is not None:
                 row["valid_accuracy"] = accuracy(model, *valid)
             history.append(row)
-            bar.set_postfix({k: round(v, 3) for k, v in row.items() if k != "epoch"})
     return history

@@ -5,8 +5,8 @@ import pytest
 import torch
 from torch import nn
 
-from helpers.classifier import (BagOfWords, TinyTransformer, accuracy, mean_of_real_tokens, train,
-                                trim)
+from helpers.classifier import (BagOfWords, TinyTransformer, accuracy, batches_of_similar_length,
+                                mean_of_real_tokens, predict, train, trim)
 from helpers.tickets import PAD
 
 
@@ -116,3 +116,47 @@ def test_training_learns_a_toy_rule(one_thread):
     bow = BagOfWords(20)
     train(bow, ids, first, epochs=3, lr=3e-3)
     assert accuracy(bow, ids, first) < 0.6                     # the same bag for both teams
+
+
+def test_batches_of_similar_length_cover_every_row_once_with_less_padding():
+    g = torch.Generator().manual_seed(0)
+    lengths = torch.randint(1, 60, (400,), generator=g)
+    ids = torch.full((400, 60), PAD)
+    for row, n in zip(ids, lengths.tolist(), strict=True):
+        row[:n] = 7
+    batches = batches_of_similar_length(ids, 16, torch.Generator().manual_seed(1))
+    assert sorted(torch.cat(batches).tolist()) == list(range(400))
+    assert [len(b) for b in batches].count(16) == 25
+    again = batches_of_similar_length(ids, 16, torch.Generator().manual_seed(1))
+    assert all(torch.equal(a, b) for a, b in zip(batches, again, strict=True))
+    padded = sum(int(lengths[b].max()) * len(b) for b in batches)
+    at_random = sum(int(lengths[b].max()) * len(b)
+                    for b in torch.randperm(400, generator=torch.Generator().manual_seed(1)).split(16))
+    assert padded < 0.7 * at_random
+
+
+def test_predict_keeps_the_order_of_the_rows():
+    torch.manual_seed(0)
+    model = moved(TinyTransformer(20))
+    _, batch = short_and_padded()
+    ids = torch.cat([batch, batch.flip(0)])            # short, long, long, short: run as short, short...
+    scores = predict(model, ids, batch_size=2)
+    with torch.no_grad():
+        one_by_one = torch.cat([model(trim(row[None])) for row in ids])
+    assert torch.allclose(scores, one_by_one, atol=1e-5)
+
+
+def test_start_moves_the_tokens_along_the_position_table():
+    torch.manual_seed(0)
+    model = moved(TinyTransformer(20))
+    ids = torch.tensor([[4, 8, 2, 6]])
+    with torch.no_grad():
+        assert torch.equal(model(ids, start=0), model(ids))
+        h = model.embed(ids) + model.position(torch.arange(5, 9))
+        for block in model.blocks:
+            h = block(h)
+        expected = model.out(model.norm(h).mean(1))
+        assert torch.allclose(model(ids, start=5), expected, atol=1e-6)
+        assert not torch.allclose(model(ids, start=5), model(ids), atol=1e-3)
+        with pytest.raises(IndexError):
+            model(ids, start=117)                          # positions 117..120: the table has 120 rows
