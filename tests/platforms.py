@@ -29,6 +29,7 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 CACHE = pathlib.Path(os.environ.get("COURSE_PLATFORMS_CACHE",
                                     pathlib.Path.home() / ".cache" / "original-transformer" / "platforms"))
 PLATFORMS = {"colab": ("2.11.*", "3.13"), "kaggle": ("2.10.*", "3.12"), "pinned": (None, None)}
@@ -57,8 +58,10 @@ def sanitizers():
 
 def text_outputs(cell, rules):
     """A code cell's text outputs (streams, text/plain results, errors), sanitized, as one string."""
+    from helpers.notebooks import merged_streams  # as stored: one stream piece, last bar state
+
     parts = []
-    for out in cell.get("outputs", []):
+    for out in merged_streams(cell.get("outputs", [])):
         if out["output_type"] == "stream":
             parts.append(f"[{out['name']}] {out['text']}")
         elif out["output_type"] in ("execute_result", "display_data") and "text/plain" in out["data"]:
