@@ -38,7 +38,8 @@ def test_a_stream_cut_in_pieces_is_not_a_difference(tmp_path):
             pieces = []
             for o in cell.outputs:
                 if o.output_type == "stream" and len(o.text) > 3:   # as a busy kernel sends it
-                    pieces += [nbformat.v4.new_output("stream", name=o.name, text=t) for t in (o.text[:3], o.text[3:])]
+                    pieces += [nbformat.v4.new_output("stream", name=o.name, text=t)
+                               for t in (o.text[:3], o.text[3:])]
                 else:
                     pieces.append(o)
             cell.outputs = pieces
