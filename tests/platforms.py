@@ -76,12 +76,15 @@ def text_outputs(cell, rules):
 
 
 def compare(stored, executed):
-    """(strict differences, tolerance differences, first difference or '') of two notebooks."""
+    """(strict differences, tolerance differences, first difference or '') of two notebooks.
+
+    The first difference shown is the first strict one, if any: those are the ones that matter.
+    """
     import nbformat
 
     rules = sanitizers()
     a, b = (nbformat.read(p, as_version=4) for p in (stored, executed))
-    counts, first = {"strict": 0, "tolerance": 0}, ""
+    counts, first = {"strict": 0, "tolerance": 0}, {}
     for i, (old, new) in enumerate(zip(a.cells, b.cells, strict=True)):
         if old.cell_type != "code":
             continue
@@ -89,10 +92,10 @@ def compare(stored, executed):
         if before != after:
             kind = "tolerance" if "nbval-ignore-output" in old.metadata.get("tags", []) else "strict"
             counts[kind] += 1
-            if not first:
+            if kind not in first:
                 stored_line, got_line = first_difference(before, after)
-                first = f"cell {i} ({kind}): stored {stored_line!r}, got {got_line!r}"
-    return counts["strict"], counts["tolerance"], first
+                first[kind] = f"cell {i} ({kind}): stored {stored_line!r}, got {got_line!r}"
+    return counts["strict"], counts["tolerance"], first.get("strict", first.get("tolerance", ""))
 
 
 def first_difference(before, after):
