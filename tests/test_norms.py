@@ -100,6 +100,7 @@ LAYER_NORM_MISTAKES = {
     "not σ + ε": lambda x, g, b, eps: g * (x - x.mean(-1, keepdim=True)) / (
         x.std(-1, unbiased=False, keepdim=True) + eps) + b,
     "keepdim": lambda x, g, b, eps: g * (x - x.mean(-1)) + b,
+    "did not divide": lambda x, g, b, eps: g * (x - x.mean(-1, keepdim=True)) + b,
     "changed its argument number 1 in place": lambda x, g, b, eps: x.sub_(x.mean(-1, keepdim=True)).div_(
         x.pow(2).mean(-1, keepdim=True).add(eps).sqrt()).mul(g).add(b),
     "not a fixed axis number": lambda x, g, b, eps: g * (x - x.mean(2, keepdim=True)) / torch.sqrt(
@@ -140,6 +141,7 @@ RMS_NORM_MISTAKES = {
         x.var(-1, unbiased=False, keepdim=True) + eps),
     "multiplied by the root mean square": lambda x, g, eps: g * x * torch.sqrt(
         (x ** 2).mean(-1, keepdim=True) + eps),
+    "standard deviation ": lambda x, g, eps: g * x / (x.std(-1, keepdim=True) + eps),   # unbiased
     "wrong axis": lambda x, g, eps: g * x / torch.sqrt((x ** 2).mean(0, keepdim=True) + eps),
     "ε changes nothing": lambda x, g, eps: rms_right_by_hand(x, g, 0.0),
     "not √mean(x²) + ε": lambda x, g, eps: g * x / ((x ** 2).mean(-1, keepdim=True).sqrt() + eps),
@@ -156,7 +158,7 @@ def test_check_rms_norm_passes_right_functions(fn, capsys):
 @pytest.mark.parametrize("words", list(RMS_NORM_MISTAKES))
 def test_check_rms_norm_names_each_mistake(words, capsys):
     line = printed(capsys, check_rms_norm, RMS_NORM_MISTAKES[words])
-    assert line != PASSED and words in line, line
+    assert line != PASSED and words.strip() in line, line
 
 
 def ln_placeholder(x, gamma, beta, eps=1e-5):
@@ -193,6 +195,9 @@ def test_check_predictions(capsys):
     assert "scales x − μ and σ" in printed(capsys, check_predictions, -10.69, 0.0)
     assert "ε keeps" in printed(capsys, check_predictions, -1.069, float("nan"))
     assert "subtracted first" in printed(capsys, check_predictions, -1.069, 7)
+    for nan in ("NaN", "nan", torch.tensor(float("nan"))):     # the question says "A number, or NaN?"
+        assert "ε keeps" in printed(capsys, check_predictions, -1.069, nan)
+    assert printed(capsys, check_predictions, -1.069, "zero") != PASSED
 
 
 # --- Check your understanding -----------------------------------------------------------------
@@ -217,10 +222,11 @@ def test_what_moves_layer_norm_question(capsys):
 
 
 def test_shortcut_factor_question(capsys):
-    for right in (5.0625, 5.06, 1.5 ** 4):
+    for right in (5.0625, 5.06, 5.1, 1.5 ** 4):
         assert printed(capsys, check_shortcut_factor, right).startswith(PASSED)
     for wrong, words in ((0.0625, "without shortcuts"), (3, "does not add"), (6, "adds the four layers"),
-                         (1.5, "four factors"), (16, "not 2"), (7, "Not quite")):
+                         (1.5, "four factors"), (16, "not 2"), (1.5 ** 5, "four later layers"),
+                         (7, "Not quite")):
         line = printed(capsys, check_shortcut_factor, wrong)
         assert not line.startswith(PASSED) and words in line and "section 6" in line, line
     assert printed(capsys, check_shortcut_factor, None).startswith("Not answered yet")

@@ -32,6 +32,7 @@ def said(capsys, check, *args, **kwargs):
 # --- Your turn: PE(2, 0) and PE(2, 1) ---------------------------------------------------------
 
 @pytest.mark.parametrize("a, b", [(math.sin(2), math.cos(2)), (0.909, -0.416), (0.91, -0.42),
+                                  (0.90, -0.41),                  # two decimals, truncated
                                   (torch.tensor(0.9093), torch.tensor(-0.4161))])
 def test_pe_2_accepts_answers_right_to_two_decimals(a, b, capsys):
     assert said(capsys, check_pe_2, a, b) == PASSED
@@ -43,6 +44,8 @@ def test_pe_2_accepts_answers_right_to_two_decimals(a, b, capsys):
     (0.841, 0.540, "position 1"),
     (0.5, -0.416, "PE(2, 0) is off"),
     (0.909, math.cos(2 / 10000 ** (2 / 64)), "i = 1 // 2 = 0"),
+    (0.909, math.sin(2 / 10000 ** (2 / 64)), "i = 1 // 2 = 0"),   # not "degrees": cos 2° is near
+    (0.909, 0.416, "negative"),                                  # the sign of cos 2 forgotten
     (0.909, 0.3, "PE(2, 1) is off"),
     (None, -0.416, "Not answered yet"),
 ])
@@ -64,6 +67,8 @@ def test_wavelength_accepts_the_right_value(answer, capsys):
     (10000 ** (30 / 64) / (2 * math.pi), "divided by 2π"),
     (2 * math.pi * 10000 ** (15 / 64), "not i/d_model"),
     (360 * 10000 ** (30 / 64), "360 degrees"),
+    (1 / 10000 ** (30 / 64), "frequency"),
+    (2 * math.pi / 10000 ** (30 / 64), "frequency"),
     (400, "Not quite"),
 ])
 def test_wavelength_names_the_mistake(answer, words, capsys):
@@ -124,6 +129,8 @@ MISTAKES = {
         n, d, lambda p, c: (math.sin if c % 2 == 0 else math.cos)(p * 10000 ** (2 * (c // 2) / d))),
     "odd columns hold sines": lambda n, d: table_from(n, d, lambda p, c: paper(p, c - c % 2, d)),
     "even columns hold cosines": lambda n, d: table_from(n, d, lambda p, c: paper(p, c | 1, d)),
+    "column number as i": lambda n, d: table_from(                # i = column, not column // 2
+        n, d, lambda p, c: (math.sin if c % 2 == 0 else math.cos)(p / 10000 ** (2 * c / d))),
     "as degrees": lambda n, d: table_from(
         n, d, lambda p, c: (math.sin if c % 2 == 0 else math.cos)(
             math.radians(p / 10000 ** (2 * (c // 2) / d)))),
@@ -190,6 +197,8 @@ def test_shift_question(capsys):
 def test_table_shape_question(capsys):
     assert said(capsys, check_table_shape_question, (100, 512)).startswith(PASSED)
     assert said(capsys, check_table_shape_question, torch.Size([100, 512])).startswith(PASSED)
+    line = said(capsys, check_table_shape_question, (1, 100, 512))   # the table kept with a batch axis
+    assert line.startswith(PASSED) and "(1, 100, 512)" in line, line
     for wrong, words in (((32, 100, 512), "does not depend on the sentence"), ((100, 256), "two columns"),
                          ((512, 100), "Transposed"), ((32, 512), "one row per position"),
                          ((50, 64), "Not this shape")):

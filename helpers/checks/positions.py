@@ -7,8 +7,8 @@ import torch
 from helpers.checks import Hint, Passed, call, checker, choice, close, number, shape, tensor
 from helpers.positions import sinusoidal_positions, wavelength
 
-# Answers worked by hand to 2 decimals are right: (0.91, -0.42) for (sin 2, cos 2).
-HAND = 0.0051
+# Answers worked by hand to 2 decimals are right, rounded (0.91, -0.42) or cut (0.90, -0.41).
+HAND = 0.01
 
 
 @checker
@@ -19,16 +19,21 @@ def check_pe_2(pe_2_0, pe_2_1):
         return None
     if close(a, math.cos(2), HAND) and close(b, math.sin(2), HAND):
         return "Sine and cosine are swapped: even column 0 is the sine, odd column 1 the cosine."
-    if close(a, math.sin(math.radians(2)), HAND) or close(b, math.cos(math.radians(2)), HAND):
-        return "You used degrees: the angle is 2 radians (math.sin(2), not the sine of 2°)."
     if close(a, math.sin(1), HAND) or close(b, math.cos(1), HAND):
         return "Those are the values at position 1; the question asks for position 2."
     if not close(a, math.sin(2), HAND):
+        if close(a, math.sin(math.radians(2)), HAND):
+            return "You used degrees: the angle is 2 radians (math.sin(2), not the sine of 2°)."
         return "PE(2, 0) is off: for the pair i = 0 the divisor is 10000⁰ = 1, so it is sin(2)."
     angle_pair_1 = 2 / 10000 ** (2 / 64)
     if close(b, math.cos(angle_pair_1), HAND) or close(b, math.sin(angle_pair_1), HAND):
         return ("Column 1 belongs to the pair i = 1 // 2 = 0, not i = 1: it is the cosine of the same "
                 "angle as column 0, cos(2).")
+    if close(b, -math.cos(2), HAND):
+        return ("Check the sign of PE(2, 1): cos(2) is negative, because 2 radians is more than a "
+                "quarter turn (π/2 ≈ 1.571).")
+    if close(b, math.cos(math.radians(2)), HAND):
+        return "You used degrees: the angle is 2 radians (math.cos(2), not the cosine of 2°)."
     return "PE(2, 1) is off: column 1 is the cosine of the same angle as column 0, cos(2)."
 
 
@@ -55,6 +60,12 @@ def check_wavelength(answer, column=30, d_model=64):
         (2 * math.pi * 10000 ** (i / d_model), "The exponent is 2i/d_model, not i/d_model."),
         (360 * 10000 ** (2 * i / d_model),
          "A full turn is 2π radians, not 360 degrees: sin takes radians."),
+        (10000 ** (-2 * i / d_model),
+         "That is the frequency ω = 1 / 10000^(2i/d_model) (radians per position); the wavelength "
+         "is the number of positions of a full turn, 2π / ω."),
+        (2 * math.pi * 10000 ** (-2 * i / d_model),
+         "You divided 2π by 10000^(2i/d_model), which gives 2π times the frequency ω; the wavelength "
+         "is 2π / ω = 2π · 10000^(2i/d_model)."),
     ]
     for wrong, hint in mistakes:
         if close(value, wrong, 0.005 * abs(wrong)):
@@ -89,6 +100,11 @@ def _table_mistakes(n, d):
     yield ("Every pair turns as fast as the first: the exponent 2i/d became 0 (an integer division // "
            "or integer tensors?). Compute it with floats: 2 * i / d.",
            _interleave(torch.sin(pos.expand(n, d // 2)), torch.cos(pos.expand(n, d // 2))))
+    column = torch.arange(d, dtype=torch.float64)
+    by_column = pos / 10000 ** (2 * column / d)
+    yield ("You used the column number as i: column c belongs to the pair i = c // 2, so columns 2i "
+           "and 2i+1 share one angle, pos / 10000^(2i/d).",
+           torch.where(column % 2 == 0, torch.sin(by_column), torch.cos(by_column)))
     half = pos / 10000 ** (i / d)
     yield ("The exponent is 2i/d, not i/d (with i = 0, 1, 2, ... the pair): your later pairs turn "
            "too fast.", _interleave(torch.sin(half), torch.cos(half)))
@@ -182,6 +198,10 @@ def check_table_shape_question(answer_2):
         return Passed("One row per position and one column per number: the table does not depend on "
                       "the tokens, so the same (100, 512) table is added to all 32 sentences "
                       "(broadcasting over the batch).")
+    if got == (1, 100, 512):
+        return Passed("(1, 100, 512) is the (100, 512) table, one row per position, kept with a batch "
+                      "axis of size 1: it does not depend on the tokens, so the same table is added to all "
+                      "32 sentences (broadcasting over the batch).")
     if got == (32, 100, 512):
         return ("That is the shape of the embeddings and of the sum; the position table itself does not "
                 "depend on the sentence: one row per position, the same for all 32 (section 2).")
