@@ -241,3 +241,14 @@ def test_question_width_factor():
     assert "embedding" in said(check_width_factor, 2)
     assert "two sides" in said(check_width_factor, 8)
     assert "Not answered yet" in said(check_width_factor, None)
+
+
+def test_gpt2_style_ffn_is_named_not_taken_for_two_slips():
+    """2 · d · 4d equals 3 · d · intermediate_size in both SmolLM2 configs (d_ff = 8d/3): only the
+    untied config tells them apart, and the hint must name that slip, not a pair of others."""
+    def gpt2_ffn(config):
+        d, n = config["hidden_size"], config["num_hidden_layers"]
+        return by_formula(config) - n * (3 * d * config["intermediate_size"] - 8 * d * d)
+
+    line = said(check_modern_count, gpt2_ffn)
+    assert "4 · hidden_size" in line and "two slips" not in line, line

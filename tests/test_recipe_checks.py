@@ -338,3 +338,65 @@ def test_passes_question(answer, words, capsys):
 ])
 def test_averaging_question(answer, words, capsys):
     assert words in printed(capsys, check_averaging_question, answer)
+
+
+# --- found by a second reader, trying wrong answers in the exercise copy -------------------------
+
+def test_tiny_schedule_names_the_papers_rate_printed_above_and_too_few_digits(capsys):
+    paper = 512 ** -0.5 * 100 * 4000 ** -1.5                # lrate(100), printed in section 2
+    assert "d_model = 512 and warmup = 4000" in printed(capsys, check_tiny_schedule, paper, 0.003125, 0.00158)
+    assert "three significant digits" in printed(capsys, check_tiny_schedule, 0.0016, 0.003125, 0.00158)
+    assert "three significant digits" in printed(capsys, check_tiny_schedule, 0.0015625, 0.0031, 0.00158)
+
+
+def test_smoothing_floor_accepts_two_decimals(capsys):
+    assert printed(capsys, check_smoothing_floor, 1.38) == PASSED            # 1.377 to 2 decimals
+    assert printed(capsys, check_smoothing_floor, 1.37) != PASSED
+
+
+def test_smoothed_loss_names_index_slips(capsys):
+    def assigned(logits, target, eps, pad):                 # = instead of +=: the right token gets 1 - eps
+        q = torch.full_like(logits, eps / logits.shape[-1])
+        q[torch.arange(len(target)), target] = 1 - eps
+        return -(q * F.log_softmax(logits, -1)).sum(-1)[target != pad].mean()
+
+    def every_row(logits, target, eps, pad):                # q[:, target]: every row, every target column
+        q = torch.full_like(logits, eps / logits.shape[-1])
+        q[:, target] += 1 - eps
+        return -(q * F.log_softmax(logits, -1)).sum(-1)[target != pad].mean()
+
+    def pad_column_instead_of_rows(logits, target, eps, pad):
+        q = F.one_hot(target, logits.shape[-1]).float() * (1 - eps) + eps / logits.shape[-1]
+        q[:, pad] = 0.0                                      # "ignore pad" on the column axis
+        return -(q * F.log_softmax(logits, -1)).sum(-1).mean()
+
+    assert "1 − ε, so it sums to 1 − ε/V" in printed(capsys, check_smoothed_loss, assigned)
+    assert "q[:, target]" in printed(capsys, check_smoothed_loss, every_row)
+    assert "removes the rows whose target is pad" in printed(capsys, check_smoothed_loss,
+                                                             pad_column_instead_of_rows)
+
+
+def test_smoothed_loss_says_which_batch_a_written_in_size_breaks_on(capsys):
+    def thirteen(logits, target, eps, pad):                 # raises on the batch of 7 tokens
+        q = F.one_hot(target, 13).float() * (1 - eps) + eps / 13
+        return -(q * F.log_softmax(logits, -1)).sum(-1)[target != pad].mean()
+
+    line = printed(capsys, check_smoothed_loss, thirteen)
+    assert "raised RuntimeError" in line and "7 tokens" in line and "logits.shape[-1]" in line
+
+
+def test_greedy_decode_without_the_source_in_decode(small_model, capsys):
+    def no_src(model, src):
+        model.eval()
+        memory = model.encode(src)
+        ys = torch.full((src.shape[0], 1), BOS)
+        done = torch.zeros(src.shape[0], dtype=torch.bool)
+        for _ in range(src.shape[1] + 50):
+            nxt = model.decode(ys, memory)[:, -1].argmax(-1).masked_fill(done, PAD)
+            ys = torch.cat([ys, nxt[:, None]], dim=1)
+            done |= nxt == EOS
+            if done.all():
+                break
+        return ys
+
+    assert "model.decode(ys, memory, src)" in printed(capsys, check_greedy_decode, no_src, small_model)

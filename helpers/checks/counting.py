@@ -292,6 +292,9 @@ def _modern_slips(config):
          "num_attention_heads)", n * 2 * d * (h - h_kv) * d_k),
         ("you counted two FFN matrices: SwiGLU has three (gate_proj, up_proj, down_proj), "
          "3 × hidden_size × intermediate_size", -n * d * d_ff),
+        ("you counted GPT-2's FFN, two matrices of hidden_size × 4 · hidden_size: SwiGLU has three of "
+         "hidden_size × intermediate_size (SmolLM2's intermediate_size is 8/3 · hidden_size, which "
+         "makes the two counts equal there, not in this config)", n * (8 * d * d - 3 * d * d_ff)),
         ("you gave RMSNorm a bias β: it has a gain γ only, hidden_size numbers per norm",
          (2 * n + 1) * d),
         ("you gave the layers' RMSNorms a bias β: RMSNorm has a gain γ only", 2 * n * d),
