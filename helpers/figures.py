@@ -129,7 +129,7 @@ def draw_transformer(vocab, d_model, heads, d_ff, n_layers, n_src, n_tgt, batch=
     ax.text(xe - w / 2 - 0.75, (y_block + enc_top) / 2, f"{n_layers}×", ha="right", va="center",
             fontsize=13)
     for sub, norm in ((0, 1), (2, 3)):                          # residuals on the left
-        below = enc_edges[sub][0] - 0.3
+        below = enc_edges[sub][0] - (0.15 if sub == 0 else 0.3)   # the first one inside the frame
         _residual(ax, xe - w / 2 - 0.3, below, (enc_edges[norm][0] + enc_edges[norm][1]) / 2,
                   xe - w / 2, xe)
 
@@ -153,19 +153,20 @@ def draw_transformer(vocab, d_model, heads, d_ff, n_layers, n_src, n_tgt, batch=
     ax.text(xd + w / 2 + 0.75, (y_block + dec_top) / 2, f"×{n_layers}", ha="left", va="center",
             fontsize=13)
     for sub, norm in ((0, 1), (2, 3), (4, 5)):                  # residuals on the right
-        below = dec_edges[sub][0] - 0.3
+        below = dec_edges[sub][0] - (0.15 if sub == 0 else 0.3)
         _residual(ax, xd + w / 2 + 0.3, below, (dec_edges[norm][0] + dec_edges[norm][1]) / 2,
                   xd + w / 2, xd)
 
     # --- the memory: encoder output into every decoder layer's cross-attention ---------------
     cross_mid = sum(dec_edges[2]) / 2
-    x_turn, y_up = (xe + w / 2 + xd - w / 2) / 2, enc_top + 0.45
+    x_turn, y_up = xe + w / 2 + 0.85, enc_top + 0.45          # just right of the encoder's frame
     ax.plot([xe, xe, x_turn, x_turn], [enc_edges[-1][1], y_up, y_up, cross_mid], color="black",
             linewidth=1.1)
     _arrow(ax, x_turn, cross_mid, xd - w / 2, cross_mid)
     ax.text(xe, y_up + 0.12, f"memory {_fmt(s['memory'])}", ha="left", va="bottom",
             fontsize=8.5, color="#1f4e9c", family="monospace")
-    ax.text(x_turn + 0.1, cross_mid + 0.12, "K, V", ha="left", va="bottom", fontsize=8.5)
+    ax.text((x_turn + xd - w / 2 - 0.55) / 2, cross_mid + 0.1, f"K, V\n{_fmt(s['memory'])}", ha="center",
+            va="bottom", fontsize=8.5, color="#1f4e9c", family="monospace")
 
     # --- output layer ----------------------------------------------------------------------
     y = dec_top
@@ -181,7 +182,8 @@ def draw_transformer(vocab, d_model, heads, d_ff, n_layers, n_src, n_tgt, batch=
     ax.text(0.2, 16.9, f"This model: d_model {d_model}, {heads} heads, d_ff {d_ff},\n"
             f"{n_layers} + {n_layers} layers, vocabulary {vocab}, batch {batch}.\n"
             "The paper's base model: 512, 8 heads, 2048, 6 + 6 layers,\nabout 37,000 tokens.\n"
-            "Blue: the tensor's shape on each arrow.\nDashed grey: the residual connections.",
+            "Blue: the tensor's shape on each arrow.\nDashed grey: the residual connections\n"
+            "(each carries the shape of the stream it leaves).",
             ha="left", va="top", fontsize=9)
     ax.set_title(title or "The Transformer (the paper's Figure 1) with the shape on every arrow",
                  fontsize=12)

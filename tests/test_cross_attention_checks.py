@@ -260,7 +260,7 @@ def unreshaped_mask(y, memory, src_pad, L):
     (raises, "raised ValueError: not yet"),
     (mutates, "changed its argument number 1 in place"),
     (fixed_sizes, "Right on the first batch but not on a second one"),
-    (unreshaped_mask, "the padding mask as (batch, 1, 1, n_src)"),
+    (unreshaped_mask, "src_pad as (batch, 1, 1, n_src) in the cross-attention"),
     (lambda y, memory, src_pad, L: memory, "one row per source token"),
     (lambda y, memory, src_pad, L: y * 2, "Not the post-norm decoder layer yet"),
     (lambda y, memory, src_pad, L: y[:, :, :10], "should have y's shape"),
@@ -325,3 +325,109 @@ def test_which_masks_a_decoder_layer_needs(capsys):
         line = said(check_decoder_masks, wrong, capsys=capsys)
         assert words in line and "section" in line, (wrong, line)
     assert said(check_decoder_masks, None, capsys=capsys).startswith("Not answered yet:")
+
+
+# --- Found by a second reader: answers that passed wrongly, hints that blamed the wrong part --------
+
+def test_not_square_takes_one_attention_only(capsys):
+    for right_one in ("cross", "Cross-attention", "cross attention", "encoder-decoder attention"):
+        assert said(check_guided_shapes, SHAPES, 28, right_one, capsys=capsys) == "Check passed.", right_one
+    for two in ("decoder self and cross", "cross, encoder self", "not cross"):
+        line = said(check_guided_shapes, SHAPES, 28, two, capsys=capsys)
+        assert not line.startswith("Check passed") and "one of" in line, (two, line)
+
+
+@pytest.mark.parametrize("cells", [21, 15, 112, 29, 36, 56, 64])
+def test_hidden_cells_hints_are_sentences(cells, capsys):
+    line = said(check_guided_shapes, SHAPES, cells, "cross", capsys=capsys)
+    assert (line[0].isupper() or line[0].isdigit()) and not line.startswith("Check passed"), line
+
+
+def inverted_causal_mask(y, memory, src_pad, L):
+    y = norm(y + attend(y, y, L.self_attn, ~causal_mask(y.shape[1])), L.norm1)
+    y = norm(y + attend(y, memory, L.multihead_attn, keys(src_pad)), L.norm2)
+    return norm(y + ffn(y, L), L.norm3)
+
+
+def causal_mask_hides_the_diagonal(y, memory, src_pad, L):
+    n = y.shape[1]
+    y = norm(y + attend(y, y, L.self_attn, torch.ones(n, n, dtype=torch.bool).triu()), L.norm1)
+    y = norm(y + attend(y, memory, L.multihead_attn, keys(src_pad)), L.norm2)
+    return norm(y + ffn(y, L), L.norm3)
+
+
+def queries_from_the_layer_input(y, memory, src_pad, L):
+    y1 = norm(y + attend(y, y, L.self_attn, causal_mask(y.shape[1])), L.norm1)
+    y2 = norm(y1 + attend(y, memory, L.multihead_attn, keys(src_pad)), L.norm2)
+    return norm(y2 + ffn(y2, L), L.norm3)
+
+
+def attention_modules_swapped(y, memory, src_pad, L):
+    y = norm(y + attend(y, y, L.multihead_attn, causal_mask(y.shape[1])), L.norm1)
+    y = norm(y + attend(y, memory, L.self_attn, keys(src_pad)), L.norm2)
+    return norm(y + ffn(y, L), L.norm3)
+
+
+def self_attn_weights_in_the_cross(y, memory, src_pad, L):
+    y = norm(y + attend(y, y, L.self_attn, causal_mask(y.shape[1])), L.norm1)
+    y = norm(y + attend(y, memory, L.self_attn, keys(src_pad)), L.norm2)
+    return norm(y + ffn(y, L), L.norm3)
+
+
+def dropout_left_on(y, memory, src_pad, L):
+    y = norm(y + F.dropout(attend(y, y, L.self_attn, causal_mask(y.shape[1])), 0.1), L.norm1)
+    y = norm(y + F.dropout(attend(y, memory, L.multihead_attn, keys(src_pad)), 0.1), L.norm2)
+    return norm(y + F.dropout(ffn(y, L), 0.1), L.norm3)
+
+
+def causal_mask_of_the_notebook(y, memory, src_pad, L):
+    """Right for 6 target positions only: causal_mask(6) written in."""
+    y = norm(y + attend(y, y, L.self_attn, causal_mask(6)), L.norm1)
+    y = norm(y + attend(y, memory, L.multihead_attn, keys(src_pad)), L.norm2)
+    return norm(y + ffn(y, L), L.norm3)
+
+
+def padding_mask_in_the_self_attention(y, memory, src_pad, L):
+    y = norm(y + attend(y, y, L.self_attn, causal_mask(y.shape[1]) | keys(src_pad)), L.norm1)
+    y = norm(y + attend(y, memory, L.multihead_attn, keys(src_pad)), L.norm2)
+    return norm(y + ffn(y, L), L.norm3)
+
+
+def additive_mask_given_to_masked_fill(y, memory, src_pad, L):
+    """mha_forward takes booleans; the notebook's additive_mask gives 0 and -inf."""
+    n = y.shape[1]
+    additive = torch.zeros(n, n).masked_fill(causal_mask(n), float("-inf"))
+    attn = L.self_attn
+    d, h = y.shape[-1], attn.num_heads
+    q, k, v = (y @ attn.in_proj_weight.T + attn.in_proj_bias).view(*y.shape[:2], 3, h, d // h).unbind(2)
+    scores = (q.transpose(1, 2) @ k.permute(0, 2, 3, 1) / math.sqrt(d // h)).masked_fill(additive, -1e9)
+    out = (scores.softmax(-1) @ v.transpose(1, 2)).transpose(1, 2).reshape(y.shape)
+    y = norm(y + attn.out_proj(out), L.norm1)
+    y = norm(y + attend(y, memory, L.multihead_attn, keys(src_pad)), L.norm2)
+    return norm(y + ffn(y, L), L.norm3)
+
+
+@pytest.mark.parametrize("fn, words", [
+    (inverted_causal_mask, "causal mask is inverted"),
+    (causal_mask_hides_the_diagonal, "hides the diagonal"),
+    (queries_from_the_layer_input, "output of the first sublayer"),
+    (attention_modules_swapped, "L.multihead_attn"),
+    (self_attn_weights_in_the_cross, "L.multihead_attn"),
+    (dropout_left_on, "dropout"),
+    (causal_mask_of_the_notebook, "Right on the first batch"),
+    (padding_mask_in_the_self_attention, "(n_tgt, n_tgt)"),
+    (additive_mask_given_to_masked_fill, "not additive_mask"),
+])
+def test_more_decoder_layer_mistakes_are_named(fn, words, capsys):
+    line = said(check_decoder_layer, fn, capsys=capsys)
+    assert words in line and not line.startswith("Check passed"), line
+
+
+def test_check_decoder_layer_leaves_the_global_random_state_alone(capsys):
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    check_decoder_layer(right_einsum)
+    check_decoder_layer(no_padding_mask)
+    capsys.readouterr()
+    assert torch.equal(torch.rand(3), expected)

@@ -480,3 +480,67 @@ def test_changing_token_1_moves_the_layer_output_of_token_3_but_not_its_ffn_outp
 def test_question_head_matrix(answer, words, capsys):
     _, printed = run(check_head_matrix, answer, capsys=capsys)
     assert words in printed, printed
+
+
+# --- Found by a second reader: mistakes that got a raw error, a generic hint or a repeated one ---
+
+def scores_with_K_dot_T(x, W_Q, W_K, W_V, W_O, h):
+    """K.T on a 4-D tensor reverses all four axes (PyTorch warns, then fails in the product)."""
+    b, n, d = x.shape
+    Q, K, V = [(x @ W).view(b, n, h, d // h).transpose(1, 2) for W in (W_Q, W_K, W_V)]
+    heads = torch.softmax(Q @ K.T / math.sqrt(d // h), dim=-1) @ V
+    return heads.transpose(1, 2).reshape(b, n, d) @ W_O
+
+
+def scaled_after_the_softmax(x, W_Q, W_K, W_V, W_O, h):
+    b, n, d = x.shape
+    Q, K, V = [(x @ W).view(b, n, h, d // h).transpose(1, 2) for W in (W_Q, W_K, W_V)]
+    weights = torch.softmax(Q @ K.transpose(-2, -1), dim=-1) / math.sqrt(d // h)
+    return (weights @ V).transpose(1, 2).reshape(b, n, d) @ W_O
+
+
+def d_k_of_the_notebook(x, W_Q, W_K, W_V, W_O, h):
+    """Right for d_model 64 and 4 heads only: d_k = 16 written in."""
+    b, n, d = x.shape
+    Q, K, V = [(x @ W).view(b, n, h, 16).transpose(1, 2) for W in (W_Q, W_K, W_V)]
+    heads = torch.softmax(Q @ K.transpose(-2, -1) / 4, dim=-1) @ V
+    return heads.transpose(1, 2).reshape(b, n, d) @ W_O
+
+
+@pytest.mark.parametrize("fn, words", [
+    (scores_with_K_dot_T, "K.transpose(-2, -1)"),
+    (scaled_after_the_softmax, "after the softmax"),
+])
+def test_more_self_attention_mistakes_are_named(fn, words, capsys):
+    expect(check_self_attention, fn, words, capsys)
+
+
+def test_a_size_hint_is_not_said_twice(capsys):
+    _, printed = run(check_self_attention, d_k_of_the_notebook, capsys=capsys)
+    assert "Right on the first batch, but on the second" in printed, printed
+    assert printed.count("from x.shape") == 1, printed
+
+
+def pre_norm_with_dropout_on(x, L):
+    y = L.norm1(x)
+    x = x + F.dropout(L.self_attn(y, y, y)[0], 0.1)
+    return x + F.dropout(right_ffn(L.norm2(x), L), 0.1)
+
+
+def ffn_reads_the_stream(x, L):
+    x = x + attn(norm(x, L.norm1), L)
+    return x + right_ffn(x, L)
+
+
+def attention_reads_the_stream(x, L):
+    x = x + attn(x, L)
+    return x + right_ffn(norm(x, L.norm2), L)
+
+
+@pytest.mark.parametrize("layer, words", [
+    (pre_norm_with_dropout_on, "dropout"),
+    (ffn_reads_the_stream, "feed-forward sublayer reads the stream itself"),
+    (attention_reads_the_stream, "attention reads x itself"),
+])
+def test_more_pre_norm_mistakes_are_named(layer, words, capsys):
+    expect(check_pre_norm, layer, words, capsys)

@@ -146,3 +146,22 @@ def test_figure_one_shapes_are_those_of_a_real_run():
         for name in ("memory", "cross-attention weights", "logits", "source ids", "decoder input ids"):
             assert str(shapes[name]).replace(",)", ")") in texts, name
         plt.close(fig)
+
+
+def test_figure_one_labels_the_keys_and_values_arrow_and_keeps_residuals_in_their_frame():
+    """The arrow into the cross-attention carries the memory's shape; each residual starts inside
+    its stack's frame, not on its border."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import FancyBboxPatch
+
+    from helpers.figures import draw_transformer
+    fig, shapes = draw_transformer(13, 64, 4, 256, 2, 5, 6)
+    ax = fig.axes[0]
+    assert any(t.get_text().startswith("K, V") and "(1, 5, 64)" in t.get_text() for t in ax.texts)
+    frames = [p for p in ax.patches if isinstance(p, FancyBboxPatch) and p.get_facecolor()[3] == 0]
+    bottom = min(f.get_y() for f in frames)
+    dashed = [line for line in ax.lines if line.get_linestyle() == "--"]
+    assert dashed and all(min(line.get_ydata()) > bottom + 0.1 for line in dashed)
+    plt.close(fig)

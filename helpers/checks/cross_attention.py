@@ -94,12 +94,12 @@ def _check_hidden(hidden_cells):
                  "diagonal: 8 · 7 / 2",
              56: "8 · 7 = 56 counts both triangles; the mask hides only the cells above the "
                  "diagonal: half of that",
-             112: "that is all 4 heads together; count one head's 8 × 8 table",
-             21: "the decoder reads 8 tokens (<s> and 7 letters), not 7",
+             112: "That is all 4 heads together; count one head's 8 × 8 table",
+             21: "The decoder reads 8 tokens (<s> and 7 letters), not 7",
              15: "15 is for 6 tokens; the decoder here reads 8",
              64: "64 is the whole 8 × 8 table; the mask hides only the cells above the diagonal"}
     if n != 28:
-        raise Hint(wrong.get(n, "count the cells above the diagonal of one head's 8 × 8 table: "
+        raise Hint(wrong.get(n, "Count the cells above the diagonal of one head's 8 × 8 table: "
                                 "row i hides 8 − i of them, or n(n − 1)/2 in all") + ".")
 
 
@@ -108,16 +108,19 @@ def _check_not_square(not_square):
         raise Hint("Not answered yet: which attention is not square?")
     if not isinstance(not_square, str):
         raise Hint("not_square should be one of the strings 'encoder self', 'decoder self', 'cross'.")
-    answer = not_square.lower()
-    if "cross" in answer or "encoder-decoder" in answer:
+    answer = " ".join(not_square.strip().strip("'\"").lower().replace("-", " ").split())
+    answer = answer.removesuffix(" attention").removesuffix(" weights")
+    if answer in ("cross", "encoder decoder"):
         return
-    if "encoder" in answer:
+    if answer in ("encoder self", "encoder", "encoder self attention"):
         raise Hint("The encoder's self-attention compares the 7 source letters with each other: "
                    "7 × 7, square.")
-    if "decoder" in answer or "masked" in answer:
+    if answer in ("decoder self", "decoder", "masked", "masked self", "decoder masked self",
+                  "decoder self attention", "masked self attention"):
         raise Hint("The decoder's self-attention compares its 8 tokens with each other: 8 × 8, "
                    "square (with the upper triangle hidden).")
-    raise Hint("Answer with one of 'encoder self', 'decoder self', 'cross'.")
+    raise Hint(f"Answer with one of 'encoder self', 'decoder self', 'cross' (one attention), "
+               f"not {not_square!r}.")
 
 
 @checker
@@ -140,9 +143,10 @@ RIGHT_STEPS = ("1. y = norm1(y + self-attention of y with the causal mask); 2. y
 def _case(seed, n_tgt, lengths):
     """A moved post-norm nn.TransformerDecoderLayer (eval), y, memory and the source padding mask."""
     g = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
-    layer = nn.TransformerDecoderLayer(D_MODEL, HEADS, D_FF, dropout=0.1, batch_first=True,
-                                       norm_first=False)
+    with torch.random.fork_rng(devices=[]):   # leave the notebook's random state alone
+        torch.manual_seed(seed)
+        layer = nn.TransformerDecoderLayer(D_MODEL, HEADS, D_FF, dropout=0.1, batch_first=True,
+                                           norm_first=False)
     with torch.no_grad():
         for p in layer.parameters():
             p.add_(0.1 * torch.randn(p.shape, generator=g))
@@ -181,26 +185,31 @@ def _norm(x, norm):
 
 
 def _layer(y, memory, src_pad, L, self_hidden="causal", cross_hidden="keys", cross_from="memory",
-           queries_from="y", wiring=("post", "post", "post"), norms=(1, 2, 3), relu=True):
+           queries_from="y", wiring=("post", "post", "post"), norms=(1, 2, 3), relu=True,
+           attns=("self_attn", "multihead_attn")):
     """The decoder layer with one mistake or another; float64. None when the mistake cannot run."""
     y, memory = y.double(), memory.double()
+    y_in = y
     n_t, n_s = y.shape[1], memory.shape[1]
     nt_by_ns = torch.ones(n_t, n_s, dtype=torch.bool).triu(1)
     keys, rows = src_pad[:, None, None, :], src_pad[:, None, :, None]
     masks = {"causal": causal_mask(n_t), None: None, "keys": keys, "inverted": ~keys,
-             "causal+keys": nt_by_ns | keys, "cross causal": nt_by_ns, "rows": rows}
+             "causal+keys": nt_by_ns | keys, "cross causal": nt_by_ns, "rows": rows,
+             "inverted causal": ~causal_mask(n_t),
+             "diagonal": torch.ones(n_t, n_t, dtype=torch.bool).triu()}
     norm = [getattr(L, f"norm{i}") for i in norms]
+    self_attn, cross_attn = (getattr(L, name) for name in attns)
 
     def cross(x):
-        return _attend(memory if queries_from == "memory" else x,
-                       memory if cross_from == "memory" else x, L.multihead_attn, masks[cross_hidden])
+        queries = {"memory": memory, "input": y_in}.get(queries_from, x)
+        return _attend(queries, memory if cross_from == "memory" else x, cross_attn, masks[cross_hidden])
 
     def ffn(x):
         hidden = x @ L.linear1.weight.double().T + L.linear1.bias.double()
         hidden = torch.relu(hidden) if relu else hidden
         return hidden @ L.linear2.weight.double().T + L.linear2.bias.double()
 
-    sublayers = [lambda x: _attend(x, x, L.self_attn, masks[self_hidden]), cross, ffn]
+    sublayers = [lambda x: _attend(x, x, self_attn, masks[self_hidden]), cross, ffn]
     try:
         for sub, n, how in zip(sublayers, norm, wiring, strict=True):
             if how == "post":
@@ -242,6 +251,20 @@ def _layer_mistakes():
         yield never_read, {"cross_from": "y", "cross_hidden": hidden}
     yield ("The self-attention has no causal mask: each decoder position may read only itself and "
            "the positions before it, causal_mask(n_tgt) (section 1).", {"self_hidden": None})
+    yield ("Your causal mask is inverted: causal_mask(n) is True above the diagonal, on the future "
+           "to hide; ~causal_mask(n) hides each position itself and its past, and leaves the last "
+           "position nothing to read (hence NaN) (section 1).", {"self_hidden": "inverted causal"})
+    yield ("Your causal mask hides the diagonal too: each position may read itself, so only the cells "
+           "above the diagonal are hidden, triu(1) as in causal_mask(n); the first position is left "
+           "with nothing to read (hence NaN) (section 1).", {"self_hidden": "diagonal"})
+    yield ("The cross-attention's queries come from the output of the first sublayer (y after "
+           "norm1), not from the layer's input: each sublayer reads what the one before it made.",
+           {"queries_from": "input"})
+    modules = ("The attention modules are mixed up: the masked self-attention uses L.self_attn's "
+               "weights, the cross-attention L.multihead_attn's.")
+    for attns in (("multihead_attn", "self_attn"), ("self_attn", "self_attn"),
+                  ("multihead_attn", "multihead_attn")):
+        yield modules, {"attns": attns}
     yield ("You wrote pre-norm, y + Sublayer(LayerNorm(y)): this layer is post-norm (norm_first=False, "
            "as in the paper), y = LayerNorm(y + Sublayer(y)).", {"wiring": ("pre",) * 3})
     yield ("A norm is in the wrong place: normalise the sum y + Sublayer(y), not the sublayer's "
@@ -323,12 +346,20 @@ def check_decoder_layer(fn):
             found = _diagnose_square(fn)
             if found:
                 return found
-            said = str(h).split(" (check each tensor's shape")[0]
-            if "size of tensor" in said or "must match" in said or "shape" in said:
-                return (f"{said}. In the cross-attention the scores are (batch, heads, n_tgt, n_src): "
-                        "queries from y, keys and values from memory, the padding mask as "
-                        "(batch, 1, 1, n_src).")
-            return str(h)
+            said = str(h).split(" (check each tensor's shape")[0].rstrip(".")
+            if "masked_fill" in said and "boolean" in said:
+                said += (". mha_forward's hidden is a boolean mask, True where hidden: give it "
+                         "causal_mask(n) or the reshaped src_pad themselves, not additive_mask(...)")
+            elif "size of tensor" in said or "must match" in said or "shape" in said:
+                said += (". Each mask must fit its scores: causal_mask(n_tgt), (n_tgt, n_tgt), in "
+                         "the self-attention, whose scores are (batch, heads, n_tgt, n_tgt); src_pad "
+                         "as (batch, 1, 1, n_src) in the cross-attention, whose scores are (batch, "
+                         "heads, n_tgt, n_src), queries from y, keys and values from memory")
+            if number_ > 0:
+                return (f"Right on the first batch, but on a second one (n_tgt {n_tgt}, n_src "
+                        f"{max(lengths)}): {said}. Use the sizes of the tensors you are given "
+                        "(y.shape[1], memory.shape[1]), not fixed numbers.")
+            return said + "."
         want = _truth(L, y, memory, src_pad)
         if _matches(got, want):
             continue
@@ -341,6 +372,11 @@ def check_decoder_layer(fn):
                     "come from the decoder (y), so the layer keeps y's shape (batch, n_tgt, d_model).")
         if got.shape != want.shape:
             return f"The output should have y's shape {tuple(want.shape)}, got {tuple(got.shape)}."
+        again = _as_output(call(fn, LAYER, y, memory, src_pad, L))
+        if not _matches(got, again, 1e-6):
+            return ("my_decoder_layer gives another result each time it runs on the same inputs: "
+                    "dropout is still on (F.dropout drops numbers unless you pass training=False). "
+                    "The exercise is the layer in evaluation mode: leave dropout out.")
         if torch.isnan(got).any():
             return ("Your output contains NaN: some query has every key hidden (a softmax over only "
                     "-inf). Check which positions each mask hides.")
@@ -355,8 +391,7 @@ def check_decoder_layer(fn):
 # --- Check your understanding -----------------------------------------------------------------
 
 def _in_order(x, name, options):
-    """Raise the placeholder or not-an-option hint listing the options in their own order (the
-    shared one lists the right option first, which would give it away)."""
+    """Raise the placeholder or not-an-option hint listing the options in their own order."""
     listed = ", ".join(repr(o) for o in options)
     if x is None or x is Ellipsis:
         raise Hint(f"Not answered yet: set {name} to one of {listed}.")

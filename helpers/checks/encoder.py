@@ -68,6 +68,16 @@ VIEW_ERRORS = [
      "heads must be joined back to (b, n, d_model) before @ W_O."),
 ]
 
+KT_ERRORS = [   # the first batch only: a function right there holds no K.T
+    ("on tensors of dimension other than 2",
+     "K.T reverses all the axes of a tensor; on the heads, (b, h, n, d_k), swap only the last two: "
+     "the scores are Q @ K.transpose(-2, -1) (or K.mT)."),
+    ("must match the size of tensor b",
+     "two tensors whose shapes do not fit met in one operation. The usual cause: K.T, which on a "
+     "4-D tensor reverses all four axes; swap only the last two, Q @ K.transpose(-2, -1) (or K.mT), "
+     "(b, h, n, d_k) @ (b, h, d_k, n)."),
+]
+
 
 def _run(fn, name, *args, errors=()):
     """call(fn, name, *args), with the raw error of a usual mistake replaced by what to write.
@@ -140,7 +150,7 @@ def _merge(t, how):
 
 
 def _self_attention(x, W_Q, W_K, W_V, W_O, h, split="right", merge="right", scale="d_k",
-                    dim=-1, swap=False, softmax=True, w_o=True, transposed=""):
+                    dim=-1, swap=False, softmax=True, w_o=True, transposed="", scale_after=False):
     """Multi-head self-attention, or what one (or two) usual mistakes make of it."""
     W = {"Q": W_Q, "K": W_K, "V": W_V, "O": W_O}
     W = {name: (w.T if name in transposed else w) for name, w in W.items()}
@@ -148,8 +158,12 @@ def _self_attention(x, W_Q, W_K, W_V, W_O, h, split="right", merge="right", scal
     d_model = x.shape[-1]
     d_k = d_model // h
     divide = {"d_k": math.sqrt(d_k), "d_model": math.sqrt(d_model), "none": 1.0, "d_k, no root": d_k}
-    scores = (k @ q.transpose(-2, -1) if swap else q @ k.transpose(-2, -1)) / divide[scale]
-    weights = torch.softmax(scores, dim=dim) if softmax else scores
+    scores = k @ q.transpose(-2, -1) if swap else q @ k.transpose(-2, -1)
+    if scale_after:
+        weights = torch.softmax(scores, dim=dim) / divide[scale]
+    else:
+        scores = scores / divide[scale]
+        weights = torch.softmax(scores, dim=dim) if softmax else scores
     concat = _merge(weights @ v, merge)
     return concat @ W["O"] if w_o else concat
 
@@ -180,6 +194,9 @@ SA_MISTAKES = [
      "products, so divide by √d_k."),
     ({"scale": "none"}, "you did not scale the scores: divide Q Kᵀ by √d_k before the softmax."),
     ({"scale": "d_k, no root"}, "you divided the scores by d_k: divide by its square root, √d_k."),
+    ({"scale_after": True},
+     "you divided by √d_k after the softmax: scale the scores, Q Kᵀ / √d_k, then take the softmax "
+     "(dividing the weights afterwards makes each row sum to 1/√d_k instead of 1)."),
     ({"dim": -2},
      "your softmax runs over the queries (dim=-2): each query's weights over the keys must sum "
      "to 1, so take the softmax over the last axis, the keys (dim=-1)."),
@@ -228,14 +245,17 @@ def check_self_attention(my_self_attention=None):
     for number, case in enumerate(SA_CASES):
         args, expected = _sa_case(*case)
         try:
-            out = _run(my_self_attention, SA_NAME, *args, errors=VIEW_ERRORS)
+            out = _run(my_self_attention, SA_NAME, *args,
+                       errors=VIEW_ERRORS + (KT_ERRORS if number == 0 else []))
             out = _sa_output(out, args, expected)
         except Hint as hint:
             if number == 0 or str(hint).startswith("Not answered yet"):
                 raise
+            said = str(hint).rstrip(".")
+            advice = ("" if "x.shape" in said else
+                      ". Read b, n and d_model from x.shape and use the h you are given")
             raise Hint(f"Right on the first batch, but on the second (x of shape "
-                       f"{tuple(args[0].shape)}, h = {args[5]}): {str(hint).rstrip('.')}. Read b, "
-                       "n and d_model from x.shape and use the h you are given.") from None
+                       f"{tuple(args[0].shape)}, h = {args[5]}): {said}{advice}.") from None
         if close(out, expected, 1e-4):
             continue
         hint = _match(out, [(lambda kw=kw, args=args: _self_attention(*args, **kw), hint)
@@ -402,6 +422,11 @@ def _check_layer_function(fn, name, norm_first, expected, mistakes, generic, err
         hint = _match(out, mistakes(x, L, right))
         if hint:
             return hint
+        again = _layer_output(fn, name, x, L, errors)
+        if not close(out, again, 1e-6):
+            return (f"{name} gives another result each time it runs on the same x: dropout is still "
+                    "on (F.dropout drops numbers unless you pass training=False). The exercise is the "
+                    "layer in evaluation mode: leave dropout out.")
         if number:
             return (f"Right on the first batch but not on the second (x of shape {tuple(x.shape)}): "
                     "read the sizes from x.shape and write no fixed size in your function.")
@@ -455,9 +480,9 @@ def _pre_norm_mistakes(x, L, expected):
     n1, n2 = L.norm1, L.norm2
 
     def pre(norm=_norm, a=n1, b=n2, ffn=_ffn, shortcut=True, normed_shortcut=False):
-        y = norm(x, a)
+        y = x if a is None else norm(x, a)
         y = (y if normed_shortcut else x if shortcut else 0) + _attn(y, L)
-        z = norm(y, b)
+        z = y if b is None else norm(y, b)
         return (z if normed_shortcut else y if shortcut else 0) + ffn(z, L)
 
     def post():
@@ -482,6 +507,12 @@ def _pre_norm_mistakes(x, L, expected):
          "norm1 and norm2 are swapped: norm1 goes before the attention, norm2 before the FFN."),
         (lambda: pre(b=n1),
          "the feed-forward sublayer has its own norm: use L.norm2 there."),
+        (lambda: pre(b=None),
+         "the feed-forward sublayer reads the stream itself: pre-norm feeds it the stream's "
+         "LayerNorm2, x + FFN(LayerNorm2(x))."),
+        (lambda: pre(a=None),
+         "the attention reads x itself: pre-norm feeds it LayerNorm1(x), as query, key and value, "
+         "x + Attention(LayerNorm1(x))."),
         (lambda: x + _attn(_norm(x, n1), L),
          "you stopped after the attention sublayer: the feed-forward sublayer follows, with "
          "norm2 and its own shortcut."),
