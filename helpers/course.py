@@ -24,9 +24,9 @@ NOTEBOOKS = [
     ("06_parameter_count", "Parameter count",
      "63,082,496 for the base model, GPT-2 small and SmolLM2-135M counted and checked.", 60),
     ("07_masks_and_shuffle_test", "Masks and the shuffle test",
-     "Why positions matter, padding and causal masks, and the inverted-mask pitfall.", 60),
+     "Why positions matter, padding and causal masks, and the inverted-mask pitfall.", 80),
     ("08_decoding", "Decoding",
-     "Greedy vs beam search with the paper's length penalty, the KV cache, a saved model.", 50),
+     "Greedy vs beam search with the paper's length penalty, the KV cache, a saved model.", 60),
 ]
 
 

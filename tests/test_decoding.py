@@ -377,3 +377,33 @@ def test_questions(capsys):
                          307_200: "all its heads", 19_660_800: "already in d_model",
                          1_228_800.0 / 1: "factor 2", 2400: "kibibytes", 2.4576: "megabytes"}.items():
         assert words in printed(capsys, check_cache_bytes, wrong), wrong
+
+
+def test_check_penalised_scores_by_hand_to_two_decimals_and_other_containers(capsys):
+    """Scores worked by hand to 2 decimals, or held in a numpy array, are right answers."""
+    import numpy as np
+
+    assert printed(capsys, check_penalised_scores, [-0.52, -0.61, -0.95], 1).startswith(PASSED)
+    assert printed(capsys, check_penalised_scores, np.array([-0.521, -0.607, -0.952]), 1).startswith(PASSED)
+    line = printed(capsys, check_penalised_scores, [-0.952, -0.607, -0.521], 1)   # sorted, not in order
+    assert "order" in line and not line.startswith(PASSED), line
+
+
+def test_check_cache_bytes_names_both_readings_of_half_the_bytes(capsys):
+    half = printed(capsys, check_cache_bytes, 2 * 6 * 100 * 512 * 2)     # float16, or no factor 2
+    assert "factor 2" in half and "2 bytes" in half, half
+    assert "kilobytes" in printed(capsys, check_cache_bytes, 2457.6)
+    assert "exact" in printed(capsys, check_cache_bytes, 2_500_000)
+
+
+def test_check_beam_step_ranking_probabilities_is_not_called_unpenalised(capsys):
+    def probabilities(log_p, lengths, finished, nlp, alpha):
+        batch, k, vocab = nlp.shape
+        total = torch.where(finished[..., None], torch.full_like(nlp, -math.inf), log_p[..., None] + nlp)
+        total[..., PAD] = torch.where(finished, log_p, total[..., PAD])
+        length = torch.where(finished, lengths, lengths + 1)[..., None]
+        idx = (total.exp() / ((5 + length) / 6) ** alpha).flatten(1).topk(k).indices
+        return idx // vocab, idx % vocab, total.flatten(1).gather(1, idx)
+
+    line = printed(capsys, check_beam_step, probabilities)
+    assert "P(Y) itself" in line and not line.startswith(PASSED), line

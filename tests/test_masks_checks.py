@@ -258,3 +258,10 @@ def test_router_question(capsys):
         assert not passed and words in line, line
     passed, line = said(check_router_question, "encoder", capsys=capsys)
     assert not passed and "should be one of" in line
+
+
+def test_counting_the_visible_cells_is_named_too(capsys):
+    """n(n + 1)/2 is also what counting the 0s gives: the hint names both ways to get it."""
+    causal = nn.Transformer.generate_square_subsequent_mask(6)
+    passed, line = said(check_hidden_cells, int((causal == 0).sum()), capsys=capsys)
+    assert not passed and "diagonal" in line and "0s" in line, line

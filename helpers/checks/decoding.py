@@ -58,11 +58,16 @@ def _score_mistakes(probs, alpha=0.6):
            "(the best is the one closest to 0).", each(lambda t, m, lg: -t / length_penalty(m)))
 
 
+TOLERANCE = 6e-3   # scores worked out by hand to 2 decimals are right (the nearest mistake is 0.04 away)
+
+
 def _three_numbers(scores):
     if scores is None or scores is Ellipsis:
         raise Hint("Not answered yet: set scores to the list of the three penalised scores.")
     if isinstance(scores, dict):
         scores = list(scores.values())
+    if type(scores).__module__ == "numpy" and hasattr(scores, "tolist"):   # a numpy array
+        scores = torch.as_tensor(scores)
     if isinstance(scores, torch.Tensor):
         if scores.numel() != 3:
             raise Hint(f"scores should hold 3 numbers, one per hypothesis; got a tensor of shape "
@@ -83,11 +88,14 @@ def check_penalised_scores(scores, best):
     got = _three_numbers(scores)
     probs = list(HYPOTHESES.values())
     right = [sum(math.log(p) for p in ps) / length_penalty(len(ps)) for ps in probs]
-    if not all(close(g, r, 2e-3) for g, r in zip(got, right, strict=True)):
+    if not all(close(g, r, TOLERANCE) for g, r in zip(got, right, strict=True)):
         for hint, wrong in _score_mistakes(probs):
-            if all(close(g, w, 2e-3) for g, w in zip(got, wrong, strict=True)):
+            if all(close(g, w, TOLERANCE) for g, w in zip(got, wrong, strict=True)):
                 return hint
-        ok = [i + 1 for i, (g, r) in enumerate(zip(got, right, strict=True)) if close(g, r, 2e-3)]
+        if all(close(g, r, TOLERANCE) for g, r in zip(sorted(got), sorted(right), strict=True)):
+            return ("The three numbers are right, but not in the order given: scores[0] belongs to "
+                    "hypothesis 1 (\"d e b a c </s>\"), scores[1] to 2, scores[2] to 3.")
+        ok = [i + 1 for i, (g, r) in enumerate(zip(got, right, strict=True)) if close(g, r, TOLERANCE)]
         if ok:
             return (f"Hypothesis {ok[0]} is right, not all three: for each, add the natural logs of "
                     "its token probabilities, then divide by ((5 + |Y|) / 6)^0.6 with |Y| its number "
@@ -181,8 +189,9 @@ STEP_MISTAKES = [
      {"penalty_per_token": True}),
     ("α is in the wrong place: lp = ((5 + |Y|) / 6)^α is a power, not a product with α.",
      {"lp": "times"}),
-    ("You ranked by log P without the length penalty: a finished hypothesis then competes unfairly "
-     "with longer ones; rank all candidates by log P / ((5 + |Y|) / 6)^α.", {"lp": "none"}),
+    ("You ranked by log P without the length penalty, or divided the probability P(Y) itself (a "
+     "number below 1 divided by lp gets smaller: that penalises the longer candidates instead of "
+     "helping them): rank all candidates by log P / ((5 + |Y|) / 6)^α.", {"lp": "none"}),
     ("The length of an extended candidate is its beam's length + 1 (it has one token more); "
      "a finished one keeps its length.", {"length_step": 0}),
     ("Finished hypotheses are missing: they stay in the running (once each, token PAD) and compete "
@@ -319,7 +328,9 @@ def check_cache_bytes(answer_3):
                       "2.5 MB for one sequence, growing by 24 KB per token.")
     hints = {
         2 * 6 * 100 * 512: "That is the number of numbers; in float32 each takes 4 bytes.",
-        6 * 100 * 512 * 4: "Count both the keys and the values: the factor 2 in 2 · N · n · d_model.",
+        6 * 100 * 512 * 4: "Half the answer: either the keys without the values (the factor 2 in "
+                           "2 · N · n · d_model counts both), or 2 bytes per number (float16); "
+                           "float32 takes 4.",
         2 * 12 * 100 * 512 * 4: "The cache belongs to the decoder's 6 layers: the encoder runs once and "
                                 "keeps nothing per generated token (section 7).",
         2 * 6 * 100 * 64 * 4: "Each layer keeps all its heads: 8 heads of d_k = 64 make d_model = 512 "
@@ -327,10 +338,14 @@ def check_cache_bytes(answer_3):
         2 * 6 * 100 * 512 * 8 * 4: "The 8 heads are already in d_model = 512 (8 · 64): do not multiply "
                                    "by the heads again.",
         2 * 6 * 100 * 512 * 4 / 1024: "That is in kibibytes: the question asks for bytes.",
+        2 * 6 * 100 * 512 * 4 / 1e3: "That is in kilobytes: the question asks for bytes.",
         2 * 6 * 100 * 512 * 4 / 1e6: "That is in megabytes: the question asks for bytes.",
     }
     for wrong, hint in hints.items():
         if close(value, wrong, 0.5 if wrong > 100 else 1e-3):
             return hint
+    if abs(value - right) <= 0.05 * right:
+        return ("Close, but give the exact number of bytes: 2 · N · n · d_model numbers of 4 bytes "
+                "each, with no rounding.")
     return ("Use notebook 06's count per token, 2 · N · d_model numbers (keys and values, every decoder "
             "layer), times 100 positions, times 4 bytes per float32 number (section 7).")

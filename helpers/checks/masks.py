@@ -23,8 +23,9 @@ def hidden_count_hint(count, n):
     if count == n * (n - 1) // 2:
         return None
     if count == n * (n + 1) // 2:
-        return (f"{count} counts the diagonal too: a token may read itself, so only the cells "
-                f"strictly above the diagonal are hidden.")
+        return (f"{count} is the triangle with its diagonal: either the cells a token may read (the 0s), "
+                f"or the hidden ones counted with the diagonal. A token may read itself, so only the "
+                f"cells strictly above the diagonal are hidden (the -inf).")
     if count == n * n:
         return f"{count} is every cell of the {n} × {n} table: only the cells above the diagonal are hidden."
     if count == n * (n - 1):
