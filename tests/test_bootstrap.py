@@ -61,8 +61,9 @@ def test_bootstrap_finds_the_checkout_without_cloning():
 
 
 @pytest.mark.parametrize("folder", ["notebooks", "solutions"])
-def test_first_notebook_runs_alone_in_an_empty_folder(folder, tmp_path, local_remote, monkeypatch):
-    source = notebooks.ROOT / folder / "01_positions.ipynb"
+@pytest.mark.parametrize("stem", ["01_positions", "08_decoding"])   # 08 loads model files from the clone
+def test_notebook_runs_alone_in_an_empty_folder(stem, folder, tmp_path, local_remote, monkeypatch):
+    source = notebooks.ROOT / folder / f"{stem}.ipynb"
     alone = tmp_path / "alone"
     alone.mkdir()
     shutil.copy(source, alone)
