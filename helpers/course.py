@@ -26,7 +26,7 @@ NOTEBOOKS = [
     ("07_masks_and_shuffle_test", "Masks and the shuffle test",
      "Why positions matter, padding and causal masks, and the inverted-mask pitfall.", 80),
     ("08_decoding", "Decoding",
-     "Greedy vs beam search with the paper's length penalty, the KV cache, a saved model.", 60),
+     "Greedy vs beam search with the paper's length penalty, the KV cache, a saved model.", 70),
 ]
 
 

@@ -11,6 +11,7 @@ from helpers.checks.decoding import (
     check_beam_one,
     check_beam_step,
     check_cache_bytes,
+    check_cached_attention,
     check_confident_greedy,
     check_penalised_scores,
 )
@@ -407,3 +408,162 @@ def test_check_beam_step_ranking_probabilities_is_not_called_unpenalised(capsys)
 
     line = printed(capsys, check_beam_step, probabilities)
     assert "P(Y) itself" in line and not line.startswith(PASSED), line
+
+
+# --- Your turn 3: the cached attention step -------------------------------------------------
+
+def cached_by_matmul(q_new, k_new, v_new, k_cache, v_cache):
+    """The right step: append on the positions axis, one query against every key, no mask."""
+    k = torch.cat([k_cache, k_new], dim=2)
+    v = torch.cat([v_cache, v_new], dim=2)
+    weights = torch.softmax(q_new @ k.transpose(2, 3) / math.sqrt(k.shape[3]), dim=3)
+    return weights @ v, k, v
+
+
+def cached_by_loops(q_new, k_new, v_new, k_cache, v_cache):
+    """The right step written another way: one sequence and one head at a time, with
+    scaled_dot_product_attention, the cache grown with torch.concatenate on axis -2."""
+    k = torch.concatenate((k_cache, k_new), axis=-2)
+    v = torch.concatenate((v_cache, v_new), axis=-2)
+    out = torch.empty_like(q_new)
+    for b in range(q_new.shape[0]):
+        for h in range(q_new.shape[1]):
+            out[b, h] = torch.nn.functional.scaled_dot_product_attention(q_new[b, h], k[b, h], v[b, h])
+    return out, k, v
+
+
+def cached_with_aligned_mask(q_new, k_new, v_new, k_cache, v_cache):
+    """Right too: a causal mask aligned on the new query's own position (the last) hides nothing."""
+    k, v = torch.cat([k_cache, k_new], dim=-2), torch.cat([v_cache, v_new], dim=-2)
+    t = k_cache.shape[2]
+    hidden = torch.ones(t + 1, t + 1, dtype=torch.bool).triu(1)[-1:]     # the last row: nothing hidden
+    scores = (q_new @ k.mT / q_new.shape[-1] ** 0.5).masked_fill(hidden, -math.inf)
+    return scores.softmax(-1) @ v, k, v
+
+
+def wrong_cached(mistake):
+    """A learner's cached step with one mistake, written independently of the checker."""
+
+    def step(q_new, k_new, v_new, k_cache, v_cache):
+        axis = {"heads axis": 1, "d_k axis": -1, "batch axis": 0}.get(mistake, 2)
+        if mistake in ("prepended", "prepended on heads"):
+            axis = 1 if mistake == "prepended on heads" else 2
+            k, v = torch.cat([k_new, k_cache], axis), torch.cat([v_new, v_cache], axis)
+        else:
+            k, v = torch.cat([k_cache, k_new], axis), torch.cat([v_cache, v_new], axis)
+        keys, values = k, v
+        if mistake == "values not appended, used":
+            values = v_cache
+        if mistake == "keys not appended, used":
+            keys = k_cache
+        if mistake == "without itself":
+            keys, values = k_cache, v_cache
+        if mistake == "mixed order":
+            values = torch.cat([v_new, v_cache], 2)
+        d_k = q_new.shape[-1]
+        scale = {"sqrt d_model": math.sqrt(q_new.shape[1] * d_k), "unscaled": 1, "by d_k": d_k,
+                 "times sqrt d_k": 1 / math.sqrt(d_k)}.get(mistake, math.sqrt(d_k))
+        scores = torch.matmul(q_new, keys.transpose(-1, -2)) / scale
+        if mistake == "naive causal mask":
+            scores = scores + torch.full(scores.shape[-2:], -math.inf).triu(1)
+        axis_softmax = {"softmax over the query": -2, "softmax over heads": 1,
+                        "softmax over batch": 0}.get(mistake, -1)
+        out = torch.matmul(torch.softmax(scores, dim=axis_softmax), values)
+        if mistake == "only itself":
+            out = v_new.clone()
+        if mistake == "sdpa is_causal":
+            out = torch.nn.functional.scaled_dot_product_attention(q_new, k, v, is_causal=True)
+        if mistake == "old caches":
+            return out, k_cache, v_cache
+        if mistake == "values not appended, returned":
+            return out, k, v_cache
+        if mistake == "keys not appended, returned":
+            return out, k_cache, v
+        if mistake == "only the new position":
+            return out, k_new, v_new
+        if mistake == "caches swapped":
+            return out, v, k
+        if mistake == "in place, data":
+            k_cache.data = k
+            return out, k_cache, v
+        if mistake == "in place, slot":
+            v_cache[:, :, -1:] = v_new
+            return out, k, v
+        if mistake == "merged heads":
+            return out.transpose(1, 2).flatten(2), k, v
+        if mistake == "weights":
+            return torch.softmax(scores, -1), k, v
+        return out, k, v
+
+    return step
+
+
+def test_check_cached_attention_passes_the_right_step_written_three_ways(capsys):
+    for right in (cached_by_matmul, cached_by_loops, cached_with_aligned_mask, wrong_cached(None)):
+        assert printed(capsys, check_cached_attention, right).startswith(PASSED), right
+
+
+@pytest.mark.parametrize("mistake, words", [
+    ("heads axis", "wrong axis: torch.cat(..., dim=1) joins along the heads"),
+    ("d_k axis", "wrong axis: torch.cat(..., dim=3) joins along d_k"),
+    ("batch axis", "wrong axis: torch.cat(..., dim=0) joins along the batch"),
+    ("prepended on heads", "wrong axis: torch.cat(..., dim=1)"),
+    ("prepended", "are prepended"),
+    ("old caches", "returned the old caches"),
+    ("only the new position", "returned only the new position's key and value"),
+    ("values not appended, returned", "keys are appended but not the values"),
+    ("keys not appended, returned", "values are appended but not the keys"),
+    ("values not appended, used", "keys are appended but not the values"),
+    ("keys not appended, used", "values are appended but not the keys"),
+    ("caches swapped", "two caches are swapped"),
+    ("sqrt d_model", "√d_model"),
+    ("unscaled", "not scaled"),
+    ("by d_k", "divided the scores by d_k"),
+    ("times sqrt d_k", "multiplied the scores by √d_k"),
+    ("softmax over the query", "wrong axis, dim=-2, the single query"),
+    ("softmax over heads", "wrong axis, the heads"),
+    ("softmax over batch", "wrong axis, the batch"),
+    ("naive causal mask", "No mask is needed"),
+    ("sdpa is_causal", "is_causal=True"),
+    ("without itself", "reads only the cached positions"),
+    ("only itself", "reads only the new position"),
+    ("mixed order", "different orders"),
+    ("in place, data", "changed the caller's k_cache in place"),
+    ("in place, slot", "changed the caller's v_cache in place"),
+    ("merged heads", "the heads merged"),
+    ("weights", "shape of the attention weights"),
+])
+def test_check_cached_attention_names_each_mistake(capsys, mistake, words):
+    line = printed(capsys, check_cached_attention, wrong_cached(mistake))
+    assert words in line and not line.startswith(PASSED), (mistake, line)
+
+
+def test_check_cached_attention_tries_an_empty_cache_and_other_sizes(capsys):
+    def wrong_when_empty(q_new, k_new, v_new, k_cache, v_cache):
+        out, k, v = cached_by_matmul(q_new, k_new, v_new, k_cache, v_cache)
+        return (out if k_cache.shape[2] else torch.zeros_like(out)), k, v
+
+    line = printed(capsys, check_cached_attention, wrong_when_empty)
+    assert "empty cache" in line and not line.startswith(PASSED), line
+
+    def fixed_d_k(q_new, k_new, v_new, k_cache, v_cache):
+        k, v = torch.cat([k_cache, k_new], 2), torch.cat([v_cache, v_new], 2)
+        return (q_new @ k.mT / math.sqrt(8)).softmax(-1) @ v, k, v
+
+    line = printed(capsys, check_cached_attention, fixed_d_k)
+    assert "no fixed sizes" in line, line
+
+
+def test_check_cached_attention_placeholder_and_garbage(capsys):
+    def my_cached_attention(q_new, k_new, v_new, k_cache, v_cache):
+        """(out, k_cache, v_cache): the new position's output and the caches one position longer."""
+        # your code here
+        ...
+
+    assert printed(capsys, check_cached_attention, my_cached_attention).startswith("Not answered yet: ")
+    assert "three tensors" in printed(capsys, check_cached_attention, lambda q, k, v, kc, vc: q)
+
+    def forgot_return(q_new, k_new, v_new, k_cache, v_cache):
+        k_cache = torch.cat([k_cache, k_new], dim=2)
+
+    assert "returned None" in printed(capsys, check_cached_attention, forgot_return)

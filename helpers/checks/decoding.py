@@ -1,11 +1,12 @@
-"""Checks for notebook 08 (decoding): the length-penalised score, one step of beam search, and the
-questions of "Check your understanding"."""
+"""Checks for notebook 08 (decoding): the length-penalised score, one step of beam search, the cached
+attention step, and the questions of "Check your understanding"."""
 
 import math
 
 import torch
 
-from helpers.checks import Hint, Passed, call, checker, choice, close, number
+from helpers.attention import additive_mask, attention, causal_mask
+from helpers.checks import Hint, Passed, call, checker, choice, close, number, tensor
 from helpers.decoding import beam_step, length_penalty
 
 PAD = 0
@@ -283,6 +284,226 @@ def check_beam_step(fn):
                 "k × vocab candidates of each row.")
     return Passed("Your step keeps the same k survivors as helpers.decoding.beam_step on two batches "
                   "with finished hypotheses.")
+
+
+# --- the cached attention step -----------------------------------------------------------------
+
+CACHED = "my_cached_attention(q_new, k_new, v_new, k_cache, v_cache)"
+ARGUMENTS = ("q_new", "k_new", "v_new", "k_cache", "v_cache")
+
+# (seed, batch, heads, cached positions t, d_k): four sizes that differ in every case, so that a
+# shape says which axis it grew on; the last case is the first step, with an empty cache.
+CACHE_CASES = ((0, 2, 4, 3, 8), (1, 3, 2, 5, 6), (2, 2, 3, 1, 8), (3, 3, 2, 0, 4))
+
+
+def _cache_inputs(seed, batch, heads, t, d_k):
+    """The queries, keys and values of t + 1 positions in every head (what the full computation
+    reads) and the same numbers cut as the cached step sees them: (q_new, k_new, v_new, k_cache,
+    v_cache), the new position last."""
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(batch, heads, t + 1, d_k, generator=g) * 1.5 for _ in range(3))
+    step = tuple(x.clone() for x in (q[:, :, -1:], k[:, :, -1:], v[:, :, -1:], k[:, :, :-1], v[:, :, :-1]))
+    return (q, k, v), step
+
+
+def _full_last_position(q, k, v):
+    """The full computation: causally masked attention over all positions at once, the last one's
+    output, (batch, heads, 1, d_k)."""
+    n = q.shape[2]
+    out, _ = attention(q, k, v, additive_mask(causal=causal_mask(n)).to(q.dtype))
+    return out[:, :, -1:]
+
+
+def _attend(q, k, v, scale=None, dim=-1, hidden=None):
+    """softmax(q kᵀ / scale) v over the axis dim, with the positions of hidden (True) left out."""
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale is None else scale)
+    if hidden is not None:
+        scores = scores.masked_fill(hidden, float("-inf"))
+    return scores.softmax(dim) @ v
+
+
+def _error(f):
+    """The line call() prints when a learner's function fails the way f does (None if f runs)."""
+    try:
+        f()
+    except Exception as e:  # what torch says for that mistake, to compare with the learner's error
+        return f"{CACHED} raised {type(e).__name__}: {' '.join(str(e).split())[:200]}"
+    return None
+
+
+def _failing_mistakes(qn, kn, vn, kc, vc):
+    """(hint, the error line) of the mistakes that make a step raise on these inputs."""
+    axes = {0: "the batch (dim 0)", 1: "the heads (dim 1)", 3: "d_k (dim 3, the last)"}
+    for dim, axis in axes.items():
+        for order in ((kc, kn), (kn, kc)):
+            yield (f"The cache is appended on the wrong axis: torch.cat(..., dim={dim}) joins along "
+                   f"{axis}. Keys and values are (batch, heads, positions, d_k): the new position joins "
+                   "the cached ones along the positions, dim=2 (or dim=-2).",
+                   _error(lambda order=order, dim=dim: torch.cat(list(order), dim=dim)))
+    k, v = torch.cat([kc, kn], dim=2), torch.cat([vc, vn], dim=2)
+    for values in (vc, vn):
+        yield ("The keys are appended but not the values: the new value joins v_cache on the positions "
+               "axis exactly as the new key joins k_cache (one key and one value per position).",
+               _error(lambda values=values: _attend(qn, k, values)))
+    for keys in (kc, kn):
+        yield ("The values are appended but not the keys: the new key joins k_cache on the positions "
+               "axis exactly as the new value joins v_cache (one key and one value per position).",
+               _error(lambda keys=keys: _attend(qn, keys, v)))
+
+
+def _cache_mistakes(kn, vn, kc, vc):
+    """(hint, the k cache, the v cache) that a step with that mistake returns."""
+    k, v = torch.cat([kc, kn], dim=2), torch.cat([vc, vn], dim=2)
+    yield ("You returned the old caches, not the updated ones: return the caches with the new key "
+           "and value appended, so that the next step reads this position too.", kc, vc)
+    yield ("The keys are appended but not the values: return v_cache with the new value appended "
+           "as well (one key and one value per position).", k, vc)
+    yield ("The values are appended but not the keys: return k_cache with the new key appended "
+           "as well (one key and one value per position).", kc, v)
+    yield ("You returned only the new position's key and value: the caches hold every position so "
+           "far, the t cached ones followed by the new one, t + 1 in all.", kn, vn)
+    yield ("The new key and value are prepended: the cache keeps the positions in order, the oldest "
+           "first, so the new one goes last, torch.cat([k_cache, k_new], dim=2). The output cannot "
+           "show it (attention sums over the keys in any order), but index i of the cache must stay "
+           "position i.", torch.cat([kn, kc], dim=2), torch.cat([vn, vc], dim=2))
+    yield ("The two caches are swapped: return (output, the new k cache, the new v cache) in this "
+           "order.", v, k)
+    for dim, axis in ((1, "the heads (dim 1)"), (3, "d_k (dim 3, the last)")):
+        yield (f"The cache is appended on the wrong axis, {axis}: keys and values are (batch, heads, "
+               "positions, d_k), the new position joins the cached ones along the positions, dim=2.",
+               torch.cat([kc, kn], dim=dim), torch.cat([vc, vn], dim=dim))
+
+
+def _output_mistakes(qn, kn, vn, kc, vc):
+    """(hint, the output) that a step with that mistake returns, for inputs in float64."""
+    batch, heads, t, d_k = kc.shape
+    k, v = torch.cat([kc, kn], dim=2), torch.cat([vc, vn], dim=2)
+    yield ("You divided the scores by √d_model (heads · d_k): each head compares vectors of d_k "
+           "numbers, so divide by √d_k = √(q_new.shape[-1]).", _attend(qn, k, v, math.sqrt(heads * d_k)))
+    yield "The scores are not scaled: divide q kᵀ by √d_k before the softmax.", _attend(qn, k, v, 1.0)
+    yield "You divided the scores by d_k: divide by its square root, √d_k.", _attend(qn, k, v, d_k)
+    yield ("You multiplied the scores by √d_k: divide by it.", _attend(qn, k, v, 1 / math.sqrt(d_k)))
+    yield ("The softmax runs over the wrong axis, dim=-2, the single query: every weight becomes 1 and "
+           "the output is the sum of the values. Normalise over the last axis, the t + 1 keys.",
+           _attend(qn, k, v, dim=-2))
+    for dim, axis in ((1, "the heads (dim 1)"), (0, "the batch (dim 0)")):
+        yield (f"The softmax runs over the wrong axis, {axis}: the weights of one query must sum to 1 "
+               "over its t + 1 keys, the last axis (dim=-1).", _attend(qn, k, v, dim=dim))
+    yield ("A causal mask built for a single query (is_causal=True, or triu of a (1, t + 1) matrix) "
+           "lines the new query up with the first position, so it reads position 1 only. No mask is "
+           "needed: the new position is the last one and may read every cached position and itself "
+           "(a mask aligned on the last position hides nothing).",
+           _attend(qn, k, v, hidden=torch.ones(1, t + 1, dtype=torch.bool).triu(1)))
+    if t > 0:
+        yield ("The new position reads only the cached positions: append its own key and value first, "
+               "then attend over all t + 1 positions (it may read itself).", _attend(qn, kc, vc))
+    yield ("The output reads only the new position (a softmax over one key gives its value): attend "
+           "over the cached keys and values too, all t + 1 positions.", vn)
+    yield ("Keys and values are in different orders (one appended, the other prepended): each "
+           "position's key and value must sit at the same index.",
+           _attend(qn, torch.cat([kn, kc], dim=2), v))
+    yield ("Keys and values are in different orders (one appended, the other prepended): each "
+           "position's key and value must sit at the same index.",
+           _attend(qn, k, torch.cat([vn, vc], dim=2)))
+
+
+def _same_tensor(got, want, tol=1e-6):
+    """got has want's shape and its numbers (two empty tensors of one shape count as the same)."""
+    return got.shape == want.shape and (want.numel() == 0 or close(got, want, tol))
+
+
+def _call_cached(fn, args):
+    """call(fn, ...) with the hints of this exercise for a step that raises or changes its inputs."""
+    try:
+        return call(fn, CACHED, *args)
+    except Hint as hint:
+        text = str(hint)
+        for name_, position in zip(ARGUMENTS, range(1, 6), strict=True):
+            if f"changed its argument number {position} in place" in text:
+                if name_.endswith("cache"):
+                    raise Hint(f"my_cached_attention changed the caller's {name_} in place (e.g. "
+                               f"{name_}.data = ..., {name_}[...] = ..., or a method ending in _): build "
+                               "the longer cache with torch.cat, a new tensor, and return it; the cache "
+                               "you were given must stay as it was.") from None
+                raise Hint(f"my_cached_attention changed {name_} in place: compute new tensors, the "
+                           "caller's inputs must stay as they were.") from None
+        for hint_, line in _failing_mistakes(*args):
+            if line is not None and text == line:
+                raise Hint(hint_) from None
+        raise
+
+
+def _three_tensors(out):
+    """The learner's (out, k_cache, v_cache) as float64 tensors, or raise Hint."""
+    if isinstance(out, torch.Tensor) or not isinstance(out, (tuple, list)) or len(out) != 3:
+        what = f"a tensor of shape {tuple(out.shape)}" if isinstance(out, torch.Tensor) else (
+            f"{len(out)} items" if isinstance(out, (tuple, list)) else type(out).__name__)
+        raise Hint("my_cached_attention should return three tensors (out, k_cache, v_cache): the new "
+                   f"position's output and the two longer caches; got {what}.")
+    names = ("out", "the returned k_cache", "the returned v_cache")
+    got = []
+    for name, value in zip(names, out, strict=True):
+        if not isinstance(value, torch.Tensor):
+            raise Hint(f"{name} should be a torch tensor, got {type(value).__name__}.")
+        got.append(tensor(value, name))
+    return got
+
+
+def _output_shape_hint(shape, batch, heads, t, d_k):
+    """A hint for an output of the wrong shape."""
+    if shape == (batch, heads, d_k):
+        return (f"out has shape {shape}: keep the position axis, out is (batch, heads, 1, d_k) = "
+                f"{(batch, heads, 1, d_k)}, one new position.")
+    if shape == (batch, 1, heads * d_k):
+        return (f"out has shape {shape}, the heads merged: return them apart, (batch, heads, 1, d_k) = "
+                f"{(batch, heads, 1, d_k)}; the layer merges them afterwards.")
+    if shape == (batch, heads, 1, t + 1):
+        return (f"out has the shape of the attention weights, {shape}: multiply the weights by the "
+                "values to get (batch, heads, 1, d_k).")
+    return f"out should have shape (batch, heads, 1, d_k) = {(batch, heads, 1, d_k)}, got {shape}."
+
+
+@checker
+def check_cached_attention(fn):
+    """The learner's my_cached_attention against the full computation (causally masked attention over
+    all t + 1 positions, the last one) on random batches with 3, 5, 1 and 0 cached positions."""
+    for number_, (seed, batch, heads, t, d_k) in enumerate(CACHE_CASES):
+        full, args = _cache_inputs(seed, batch, heads, t, d_k)
+        got, k_got, v_got = _three_tensors(_call_cached(fn, args))
+        qn, kn, vn, kc, vc = (a.double() for a in args)
+        k_right, v_right = torch.cat([kc, kn], dim=2), torch.cat([vc, vn], dim=2)
+        right = _full_last_position(*(x.double() for x in full))
+        when = "on an empty cache (t = 0, the first step)" if t == 0 else f"with {t} cached positions"
+        if not (_same_tensor(k_got, k_right) and _same_tensor(v_got, v_right)):
+            for hint, k_wrong, v_wrong in _cache_mistakes(kn, vn, kc, vc):
+                if _same_tensor(k_got, k_wrong) and _same_tensor(v_got, v_wrong):
+                    return hint
+            if number_ > 0:
+                return (f"The caches are right with {CACHE_CASES[0][3]} cached positions but not {when}: "
+                        "torch.cat([k_cache, k_new], dim=2) works for any t, 0 included.")
+            for name, got_, want in (("k_cache", k_got, k_right), ("v_cache", v_got, v_right)):
+                if got_.shape != want.shape:
+                    return (f"The returned {name} should have shape (batch, heads, t + 1, d_k) = "
+                            f"{tuple(want.shape)}, the {t} cached positions and the new one; got "
+                            f"{tuple(got_.shape)}.")
+            return ("The returned caches have the right shape but not the right numbers: the old cache "
+                    "followed by the new key (value) on the positions axis, torch.cat([k_cache, k_new], "
+                    "dim=2), nothing else changed.")
+        if got.shape != right.shape:
+            return _output_shape_hint(tuple(got.shape), batch, heads, t, d_k)
+        if close(got, right, 1e-4):
+            continue
+        for hint, wrong in _output_mistakes(qn, kn, vn, kc, vc):
+            if _same_tensor(got, wrong, 1e-4):
+                return hint
+        if number_ > 0:
+            return (f"Right with {CACHE_CASES[0][3]} cached positions but not {when}: use the shapes of "
+                    "the tensors you are given (q_new.shape[-1] for d_k), no fixed sizes.")
+        return ("The caches are right but not the output: softmax(q_new kᵀ / √d_k) over the last axis "
+                "(the t + 1 keys), times the t + 1 values, with the appended caches as k and v.")
+    return Passed("Your step gives the new position the same output as the full causally masked "
+                  "attention over all positions, and returns caches one position longer, with 0 to 5 "
+                  "cached positions.")
 
 
 # --- Check your understanding -----------------------------------------------------------------
