@@ -34,6 +34,7 @@ from helpers.decoding import (
 )
 from helpers.model import Transformer
 from helpers.reversal import BOS, EOS, ITOS, PAD, STOI, VOCAB, batch, decode_ids, exact_match
+from printed import printed
 
 @pytest.fixture(autouse=True, scope="module")
 def one_thread():
@@ -212,13 +213,6 @@ def test_greedy_with_and_without_cache_and_05s_greedy(test_set, models):
 
 
 # --- the checks ---------------------------------------------------------------------------------
-
-def printed(capsys, check, *args):
-    check(*args)
-    out = capsys.readouterr().out
-    assert out.count("\n") == 1, out
-    return out.strip()
-
 
 def scores_with(f):
     return [f([math.log(p) for p in ps]) for ps in HYPOTHESES.values()]

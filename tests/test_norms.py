@@ -12,6 +12,7 @@ from helpers.checks.norms import (
     check_what_moves_layer_norm,
 )
 from helpers.norms import layer_norm, rms_norm
+from printed import printed
 
 
 def test_layer_norm_of_1_2_3_6_by_hand():
@@ -52,13 +53,6 @@ def test_rms_norm_by_hand():
     x = torch.tensor([1.0, 2.0, 3.0, 6.0])
     rms = (50 / 4) ** 0.5                            # (1 + 4 + 9 + 36) / 4 = 12.5
     assert torch.allclose(rms_norm(x, torch.ones(4), eps=0.0), x / rms)
-
-
-def printed(capsys, check, *args):
-    check(*args)
-    out = capsys.readouterr().out
-    assert out.count("\n") == 1, out
-    return out.strip()
 
 
 # Each wrong function below is written here on its own, the way a learner would write it, not

@@ -20,13 +20,7 @@ from helpers.checks.recipe import (
 from helpers.model import Transformer
 from helpers.recipe import adam_with_warmup, smoothed_loss, train
 from helpers.reversal import BOS, EOS, PAD, VOCAB, batch, greedy_decode, pad_after_eos
-
-
-def printed(capsys, check, *args):
-    check(*args)
-    out = capsys.readouterr().out
-    assert out.count("\n") == 1, out
-    return out.strip()
+from printed import printed
 
 
 # --- the tiny schedule ---------------------------------------------------------------------------
