@@ -14,14 +14,12 @@ from helpers.attention import causal_mask
 from helpers.checks.cross_attention import (check_cross_weights_shape, check_decoder_layer,
                                             check_decoder_masks, check_guided_shapes,
                                             check_where_qkv_come_from)
+from printed import printed
 
 
 def said(check, *args, capsys):
     """The one line a checker prints."""
-    check(*args)
-    out = capsys.readouterr().out
-    assert out.count("\n") == 1, out
-    return out.strip()
+    return printed(capsys, check, *args)
 
 
 # --- a learner's building blocks, written with einsum ------------------------------------------

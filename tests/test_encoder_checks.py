@@ -20,15 +20,13 @@ from helpers.checks.encoder import (
     check_self_attention,
     check_shapes,
 )
+from printed import printed
 
 
 def run(check, *args, capsys):
     """(passed, the one printed line) of a check call."""
-    check(*args)
-    printed = capsys.readouterr().out
-    assert printed.count("\n") == 1, printed
-    printed = printed.strip()
-    return printed.startswith("Check passed."), printed
+    line = printed(capsys, check, *args)
+    return line.startswith("Check passed."), line
 
 
 def expect(check, answer, words, capsys):

@@ -7,14 +7,14 @@ from helpers.attention import causal_mask
 from helpers.checks.masks import (check_decoder_mask, check_four_token_mask, check_hidden_cells,
                                   check_order_question, check_padding_mask, check_padding_question,
                                   check_router_question)
+from printed import printed
 
 BATCH = torch.tensor([[12, 7, 30, 5, 0, 0], [4, 9, 0, 0, 0, 0], [3, 8, 15, 22, 41, 6]])
 
 
 def said(check, *args, capsys):
     """(passed, printed line) of a checker: it prints one line, "Check passed." or a hint."""
-    check(*args)
-    line = capsys.readouterr().out.strip()
+    line = printed(capsys, check, *args)
     return line == "Check passed.", line
 
 
