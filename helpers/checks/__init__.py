@@ -14,7 +14,10 @@ Conventions every checker follows (tested in ``tests/test_checks.py``):
   ``...`` / ``pass``) prints ``Not answered yet: ...``;
 - a learner's function is run by :func:`call`: on copies of its inputs, its own
   prints silenced, and a one-line hint when it raises, returns nothing or changes
-  its inputs in place.
+  its inputs in place;
+- the reference a check compares with is not an answer: ``call(..., reference=...)``
+  runs the learner's function with that reference made unusable, and names it when
+  the function calls it.
 """
 
 import contextlib
@@ -35,6 +38,48 @@ class Hint(Exception):
 
 class Passed(str):
     """A checker's return value for a right answer that comes with one sentence of why."""
+
+
+class _ReferenceCalled(BaseException):
+    """Raised by a blocked reference (a BaseException, so a learner's `except Exception` lets it by)."""
+
+
+@contextlib.contextmanager
+def blocked(targets, namespace=None):
+    """Within the block, calling any of targets raises _ReferenceCalled(label).
+
+    targets: (owner, attribute, label) triples; owner is a module, a class or an object
+    (an nn.Module instance, say), label is how the learner would write it, e.g.
+    ``(torch.nn.CrossEntropyLoss, "forward", "nn.CrossEntropyLoss")``. Names in
+    namespace (a learner function's ``__globals__``) bound to a blocked object are
+    blocked too, so ``from m import f`` does not get around it.
+    """
+    undo = []
+
+    def refuse(label):
+        def stub(*args, **kwargs):
+            raise _ReferenceCalled(label)
+        return stub
+
+    try:
+        for owner, attr, label in targets:
+            original = getattr(owner, attr)
+            had = attr in getattr(owner, "__dict__", {})
+            setattr(owner, attr, refuse(label))
+            undo.append((owner, attr, original, had))
+            for name, value in list((namespace or {}).items()):
+                if value is original:
+                    namespace[name] = refuse(label)
+                    undo.append((namespace, name, original, None))
+        yield
+    finally:
+        for owner, attr, original, had in reversed(undo):
+            if had is None:
+                owner[attr] = original
+            elif had:
+                setattr(owner, attr, original)
+            else:
+                delattr(owner, attr)
 
 
 def checker(fn):
@@ -94,14 +139,16 @@ def _same(a, b):
     return True
 
 
-def call(fn, name, *args, no_grad=True, **kwargs):
+def call(fn, name, *args, no_grad=True, reference=(), instead="", **kwargs):
     """fn(*args, **kwargs) as a check runs a learner's function, or raise Hint.
 
     name is how the learner wrote it, e.g. ``"my_layer_norm(x, gamma, beta, eps)"``.
     The function gets copies of the tensors, its prints are silenced, and the hint
     names an untouched placeholder, a function that raises (with its error's first
     line), one that returns None (a forgotten ``return``) and one that changes a
-    tensor argument in place.
+    tensor argument in place. reference: the (owner, attribute, label) triples of what
+    the check compares with (see :func:`blocked`); a function that calls one of them is
+    told so, with instead (what to write instead).
     """
     short = name.split("(")[0]
     if not_answered(fn):
@@ -114,8 +161,12 @@ def call(fn, name, *args, no_grad=True, **kwargs):
     given_kw = {k: _copy(v) for k, v in kwargs.items()}
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
-                (torch.no_grad() if no_grad else contextlib.nullcontext()):
+                (torch.no_grad() if no_grad else contextlib.nullcontext()), \
+                blocked(reference, getattr(fn, "__globals__", None)):
             out = fn(*given, **given_kw)
+    except _ReferenceCalled as e:
+        raise Hint(f"{short} calls {e.args[0]}, the very reference this check compares your answer "
+                   f"with, so it checks nothing: {instead or 'write the computation yourself.'}") from None
     except NotImplementedError:
         raise Hint(f"Not answered yet: write the body of {short} and run its cell.") from None
     except Exception as e:  # the learner's code may fail in any way: say how, in one line
