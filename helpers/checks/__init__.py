@@ -201,13 +201,17 @@ def number(x, name):
     return value
 
 
-def tensor(x, name, shape=None):
-    """x as a float tensor (of the given shape), or raise Hint saying what is wrong."""
+def tensor(x, name, shape=None, tuple_hint=None):
+    """x as a float tensor (of the given shape), or raise Hint saying what is wrong.
+
+    tuple_hint: what to add when x is a tuple or list of tensors, where a likely cause is
+    known (e.g. nn.MultiheadAttention returns (output, weights)).
+    """
     if x is None or x is Ellipsis:
         raise Hint(f"Not answered yet: {name} is still the placeholder.")
     if isinstance(x, (tuple, list)) and x and isinstance(x[0], torch.Tensor):
-        raise Hint(f"{name} should be one tensor, got a {type(x).__name__} of {len(x)} items "
-                   "(nn.MultiheadAttention returns (output, weights): take [0]).")
+        raise Hint(f"{name} should be one tensor, got a {type(x).__name__} of {len(x)} items: "
+                   f"{tuple_hint or 'return the result tensor alone.'}")
     if not isinstance(x, torch.Tensor):
         raise Hint(f"{name} should be a torch tensor, got {type(x).__name__}.")
     if x.is_complex() or x.dtype == torch.bool:
