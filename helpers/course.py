@@ -9,24 +9,24 @@ REPO_URL = "https://github.com/transformer-step-by-step/original-transformer"
 REPO_REF = "main"  # the branch or tag the bootstrap cell clones
 CLONE_DIR = "original-transformer"  # folder the bootstrap cell clones into (Colab, Kaggle)
 
-# (file stem, title, one line, minutes a learner needs: reading, running, exercises)
+# (file stem, title, one line); each notebook's time is estimated by helpers.timing
 NOTEBOOKS = [
     ("01_positions", "Positions",
-     "Embeddings × √d_model plus sinusoidal positions; shifts are rotations.", 45),
+     "Embeddings × √d_model plus sinusoidal positions; shifts are rotations."),
     ("02_layer_norm", "Layer norm",
-     "LayerNorm by hand, batch norm, shortcut gradients, post-norm vs pre-norm, RMSNorm.", 55),
+     "LayerNorm by hand, batch norm, shortcut gradients, post-norm vs pre-norm, RMSNorm."),
     ("03_encoder_layer", "Encoder layer",
-     "Multi-head attention and a full post-norm encoder layer equal to PyTorch's.", 70),
+     "Multi-head attention and a full post-norm encoder layer equal to PyTorch's."),
     ("04_cross_attention", "Cross-attention",
-     "Decoder layer, cross-attention, tied output; the whole model equal to nn.Transformer.", 60),
+     "Decoder layer, cross-attention, tied output; the whole model equal to nn.Transformer."),
     ("05_training_recipe", "Training recipe",
-     "Adam, warmup, dropout, label smoothing; train the reversal model and watch it decode.", 65),
+     "Adam, warmup, dropout, label smoothing; train the reversal model and watch it decode."),
     ("06_parameter_count", "Parameter count",
-     "63,082,496 for the base model, GPT-2 small and SmolLM2-135M counted and checked.", 60),
+     "63,082,496 for the base model, GPT-2 small and SmolLM2-135M counted and checked."),
     ("07_masks_and_shuffle_test", "Masks and the shuffle test",
-     "Why positions matter, padding and causal masks, and the inverted-mask pitfall.", 80),
+     "Why positions matter, padding and causal masks, and the inverted-mask pitfall."),
     ("08_decoding", "Decoding",
-     "Greedy vs beam search with the paper's length penalty, the KV cache, a saved model.", 70),
+     "Greedy vs beam search with the paper's length penalty, the KV cache, a saved model."),
 ]
 
 

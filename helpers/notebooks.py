@@ -6,7 +6,9 @@ The solution notebook in ``solutions/`` is the one source. In it:
   from ``helpers/course.py`` (never edit it by hand);
 - a code cell tagged ``solution`` holds the answer; its ``metadata["exercise"]``
   holds the text the exercise copy shows instead (a placeholder such as ``x = None``);
-- a cell tagged ``solution-only`` is left out of the exercise copy.
+- a cell tagged ``solution-only`` is left out of the exercise copy;
+- the first cell's "**Time:** about N min" is the estimate of ``helpers.timing``,
+  written here (as is each notebook's time in the README table).
 
 Exercise copies keep no outputs. Each records a fingerprint of what was generated,
 so that a copy a learner edited (or ran and saved) is never overwritten silently.
@@ -21,11 +23,12 @@ import copy
 import hashlib
 import json
 import pathlib
+import re
 import sys
 
 import nbformat
 
-from helpers import course
+from helpers import course, timing
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
@@ -72,9 +75,16 @@ def tags(cell):
     return cell.get("metadata", {}).get("tags", [])
 
 
+TIME = re.compile(r"\*\*Time:\*\* about \d+ min")
+
+
 def with_bootstrap(nb):
-    """A copy of nb whose bootstrap cell holds the current bootstrap text."""
+    """A copy of nb whose bootstrap cell holds the current bootstrap text, and whose first
+    cell states the time estimate of helpers.timing ("**Time:** about N min")."""
     nb = copy.deepcopy(nb)
+    if not TIME.search(nb.cells[0].source):
+        raise ValueError("the first cell needs a time estimate written '**Time:** about N min'")
+    nb.cells[0].source = TIME.sub(f"**Time:** about {timing.minutes(nb)} min", nb.cells[0].source)
     cells = [c for c in nb.cells if "bootstrap" in tags(c)]
     if len(cells) != 1:
         raise ValueError("a notebook needs exactly one code cell tagged 'bootstrap'")
@@ -135,7 +145,10 @@ def readme_table():
     kaggle = "https://kaggle.com/static/images/open-in-kaggle.svg"
     rows = ["| # | Notebook | What you do | Time | Exercise | Solution |",
             "|---|---|---|---|---|---|"]
-    for stem, title, line, minutes in course.NOTEBOOKS:
+    times = []
+    for stem, title, line, *_ in course.NOTEBOOKS:
+        minutes = timing.minutes(nbformat.read(SOLUTIONS / f"{stem}.ipynb", as_version=4))
+        times.append(minutes)
         links = []
         for folder in ("notebooks", "solutions"):
             links.append(f"[![Open in Colab]({colab})]({course.colab_url(folder, stem)}) "
@@ -143,6 +156,7 @@ def readme_table():
         number = stem[:2]
         rows.append(f"| {number} | [{title}](notebooks/{stem}.ipynb) | {line} | {minutes} min "
                     f"| {links[0]} | {links[1]} [read](solutions/{stem}.ipynb) |")
+    rows.append(f"| | **The whole course** | | **{timing.total(times)}** | | |")
     return "\n".join(rows)
 
 

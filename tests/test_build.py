@@ -74,9 +74,10 @@ def test_generator_refuses_to_overwrite_an_edited_exercise(tmp_path, monkeypatch
     solutions, exercises = tmp_path / "solutions", tmp_path / "notebooks"
     solutions.mkdir(), exercises.mkdir()
     nb = nbformat.v4.new_notebook()
+    title = nbformat.v4.new_markdown_cell("# 01 · Demo\n\n**Time:** about 5 min.")
     boot = nbformat.v4.new_code_cell("", metadata={"tags": ["bootstrap"]})
     answer = nbformat.v4.new_code_cell("x = 42", metadata={"tags": ["solution"], "exercise": "x = None"})
-    nb.cells = [boot, answer]
+    nb.cells = [title, boot, answer]
     nbformat.write(nb, solutions / "01_demo.ipynb")
     monkeypatch.setattr(notebooks, "SOLUTIONS", solutions)
     monkeypatch.setattr(notebooks, "EXERCISES", exercises)
@@ -84,8 +85,8 @@ def test_generator_refuses_to_overwrite_an_edited_exercise(tmp_path, monkeypatch
     monkeypatch.setattr(notebooks, "ROOT", tmp_path)
     assert notebooks.build() == 0
     exercise = nbformat.read(exercises / "01_demo.ipynb", as_version=4)
-    assert exercise.cells[1].source == "x = None" and "exercise" not in exercise.cells[1].metadata
-    exercise.cells[1].source = "x = 41  # the learner's attempt"
+    assert exercise.cells[2].source == "x = None" and "exercise" not in exercise.cells[2].metadata
+    exercise.cells[2].source = "x = 41  # the learner's attempt"
     nbformat.write(exercise, exercises / "01_demo.ipynb")
     answer.source = "x = 43"
     nbformat.write(nb, solutions / "01_demo.ipynb")
