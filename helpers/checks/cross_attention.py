@@ -439,8 +439,7 @@ def _check_decoder_layer(fn):
         if got.shape != want.shape:
             return f"The output should have y's shape {tuple(want.shape)}, got {tuple(got.shape)}."
         again = _as_output(_run(fn, L, y, memory, src_pad))
-        if again.shape != got.shape or not bool(((got - again).abs() <= 1e-6).logical_or(
-                (got == again) | (got.isnan() & again.isnan())).all()):
+        if again.shape != got.shape or not torch.allclose(got, again, rtol=0, atol=1e-6, equal_nan=True):
             return ("my_decoder_layer gives another result each time it runs on the same inputs: "
                     "dropout is still on (F.dropout drops numbers unless you pass training=False). "
                     "The exercise is the layer in evaluation mode: leave dropout out.")
