@@ -108,12 +108,12 @@ def draw_transformer(vocab, d_model, heads, d_ff, n_layers, n_src, n_tgt, batch=
         ax.add_patch(Circle((x, 2.3), 0.25, facecolor="white", edgecolor="black"))
         ax.text(x, 2.3, "+", ha="center", va="center", fontsize=13)
         side_x = x - 0.45 if x == xe else x + 0.45
-        ax.text(side_x, 2.3, "Positional\nEncoding (sin/cos)", ha="right" if x == xe else "left",
+        ax.text(side_x, 2.3, "Positional\nEncoding PE (sin/cos)", ha="right" if x == xe else "left",
                 va="center", fontsize=8.5)
 
     # --- encoder stack ---------------------------------------------------------------------
     se = _fmt(s["source embedded"])
-    enc = [(f"Multi-Head Attention\n{heads} heads of d_k = {d_k}\nweights "
+    enc = [(f"Multi-Head Attention\n{heads} heads of d_k = {d_k}, padding mask\nweights "
             f"{_fmt(s['encoder self-attention weights'])}", COLOURS["attention"], 1.15, None),
            ("Add & Norm", COLOURS["norm"], 0.5, se),
            (f"Feed Forward\n{d_model} → {d_ff} → {d_model}, ReLU\nhidden {_fmt(s['encoder FFN hidden'])}",
@@ -139,7 +139,7 @@ def draw_transformer(vocab, d_model, heads, d_ff, n_layers, n_src, n_tgt, batch=
             f"{_fmt(s['decoder masked self-attention weights'])}", COLOURS["attention"], 1.15, None),
            ("Add & Norm", COLOURS["norm"], 0.5, td),
            (f"Multi-Head Attention (cross-attention)\nQ from below; K, V from the memory\nweights "
-            f"{_fmt(s['cross-attention weights'])}", COLOURS["attention"], 1.15, td),
+            f"{_fmt(s['cross-attention weights'])}, padding mask", COLOURS["attention"], 1.15, td),
            ("Add & Norm", COLOURS["norm"], 0.5, td),
            (f"Feed Forward\n{d_model} → {d_ff} → {d_model}, ReLU\nhidden {_fmt(s['decoder FFN hidden'])}",
             COLOURS["ffn"], 1.15, td),

@@ -61,7 +61,46 @@ def right_einsum(y, memory, src_pad, L):
     return norm(y + ffn(y, L), L.norm3)
 
 
-def right_modules(y, memory, src_pad, L):
+def right_helpers_norms(y, memory, src_pad, L):
+    """With L's own norms, notebook 02's layer_norm, scaled_dot_product_attention and nn.ReLU."""
+    from helpers.norms import layer_norm
+    n, d, h = y.shape[1], y.shape[-1], L.self_attn.num_heads
+
+    def mha(q_in, kv_in, A, mask):
+        q, k, v = (F.linear(t, w, b).view(t.shape[0], -1, h, d // h).transpose(1, 2) for t, w, b in
+                   zip((q_in, kv_in, kv_in), A.in_proj_weight.chunk(3), A.in_proj_bias.chunk(3), strict=True))
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=~mask)          # True = may read
+        return A.out_proj(out.transpose(1, 2).flatten(2))
+
+    y = L.norm1(y + mha(y, y, L.self_attn, causal_mask(n)))
+    y = layer_norm(y + mha(y, memory, L.multihead_attn, keys(src_pad)), L.norm2.weight, L.norm2.bias,
+                   L.norm2.eps)
+    return L.norm3(y + L.linear2(torch.nn.ReLU()(L.linear1(y))))
+
+
+@pytest.mark.parametrize("fn", [right_einsum, right_helpers_norms])
+def test_right_decoder_layers_pass(fn, capsys):
+    assert said(check_decoder_layer, fn, capsys=capsys).startswith("Check passed. Your layer equals")
+
+
+# --- the reference itself is not an answer ----------------------------------------------------
+
+def calls_the_layer(y, memory, src_pad, L):
+    """The call the task once showed for trying the function out."""
+    return L(y, memory, tgt_mask=causal_mask(y.shape[1]), memory_key_padding_mask=src_pad)
+
+
+def calls_the_class(y, memory, src_pad, L):
+    return torch.nn.TransformerDecoderLayer.forward(L, y, memory, tgt_mask=causal_mask(y.shape[1]),
+                                                    memory_key_padding_mask=src_pad)
+
+
+def calls_a_decoder_stack(y, memory, src_pad, L):
+    stack = torch.nn.TransformerDecoder(L, num_layers=1)
+    return stack(y, memory, tgt_mask=causal_mask(y.shape[1]), memory_key_padding_mask=src_pad)
+
+
+def calls_its_attention_modules(y, memory, src_pad, L):
     """With PyTorch's attention modules, their own norms, and an additive float mask."""
     n = y.shape[1]
     causal = torch.zeros(n, n).masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
@@ -70,9 +109,72 @@ def right_modules(y, memory, src_pad, L):
     return L.norm3(y + L.linear2(F.relu(L.linear1(y))))
 
 
-@pytest.mark.parametrize("fn", [right_einsum, right_modules])
-def test_right_decoder_layers_pass(fn, capsys):
-    assert said(check_decoder_layer, fn, capsys=capsys).startswith("Check passed. Your layer equals")
+def calls_its_cross_attention_only(y, memory, src_pad, L):
+    y = norm(y + attend(y, y, L.self_attn, causal_mask(y.shape[1])), L.norm1)
+    y = norm(y + L.multihead_attn(y, memory, memory, key_padding_mask=src_pad)[0], L.norm2)
+    return norm(y + ffn(y, L), L.norm3)
+
+
+def calls_its_sublayer_blocks(y, memory, src_pad, L):
+    y = L.norm1(y + L._sa_block(y, causal_mask(y.shape[1]), None))
+    y = L.norm2(y + L._mha_block(y, memory, None, src_pad))
+    return L.norm3(y + L._ff_block(y))
+
+
+def calls_the_functional_attention(y, memory, src_pad, L):
+    from torch.nn.functional import multi_head_attention_forward as mhaf
+
+    def mha(q, kv, A, **masks):
+        out = mhaf(q.transpose(0, 1), kv.transpose(0, 1), kv.transpose(0, 1), A.embed_dim, A.num_heads,
+                   A.in_proj_weight, A.in_proj_bias, None, None, False, 0.0, A.out_proj.weight,
+                   A.out_proj.bias, training=False, need_weights=False, **masks)[0]
+        return out.transpose(0, 1)
+
+    y = norm(y + mha(y, y, L.self_attn, attn_mask=causal_mask(y.shape[1])), L.norm1)
+    y = norm(y + mha(y, memory, L.multihead_attn, key_padding_mask=src_pad), L.norm2)
+    return norm(y + ffn(y, L), L.norm3)
+
+
+def calls_the_course_layer(y, memory, src_pad, L):
+    from helpers.attention import additive_mask
+    from helpers.layers import DecoderLayer
+    ours = DecoderLayer(64, 4, 256).eval()
+    ours.load_state_dict({k.replace("multihead_attn.", "cross_attn."): v for k, v in L.state_dict().items()})
+    return ours(y, memory, additive_mask(causal=causal_mask(y.shape[1])), additive_mask(padding=src_pad))
+
+
+def calls_the_course_attention(y, memory, src_pad, L):
+    from helpers.attention import MultiHeadAttention, additive_mask
+    self_attn, cross = MultiHeadAttention(64, 4), MultiHeadAttention(64, 4)
+    self_attn.load_state_dict(L.self_attn.state_dict())
+    cross.load_state_dict(L.multihead_attn.state_dict())
+    y = norm(y + self_attn(y, mask=additive_mask(causal=causal_mask(y.shape[1]))), L.norm1)
+    y = norm(y + cross(y, memory, mask=additive_mask(padding=src_pad)), L.norm2)
+    return norm(y + ffn(y, L), L.norm3)
+
+
+@pytest.mark.parametrize("fn, words", [
+    (calls_the_layer, "calls nn.TransformerDecoderLayer's forward (L(...) itself)"),
+    (calls_the_class, "calls nn.TransformerDecoderLayer's forward"),
+    (calls_a_decoder_stack, "calls nn.TransformerDecoderLayer's forward"),
+    (calls_its_attention_modules, "calls L.self_attn(...) or L.multihead_attn(...)"),
+    (calls_its_cross_attention_only, "calls L.self_attn(...) or L.multihead_attn(...)"),
+    (calls_its_sublayer_blocks, "calls L._sa_block"),
+    (calls_the_functional_attention, "calls F.multi_head_attention_forward"),
+    (calls_the_course_layer, "calls the course's DecoderLayer"),
+    (calls_the_course_attention, "calls the course's MultiHeadAttention"),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_the_reference_itself_is_named(fn, words, capsys):
+    line = said(check_decoder_layer, fn, capsys=capsys)
+    assert words in line and "the very reference" in line and "mha_forward" in line, line
+
+
+def test_the_reference_works_again_after_the_check(capsys):
+    said(check_decoder_layer, calls_the_layer, capsys=capsys)
+    layer = torch.nn.TransformerDecoderLayer(8, 2, 16, batch_first=True).eval()
+    x = torch.randn(1, 3, 8)
+    assert layer(x, x).shape == (1, 3, 8)
+    assert torch.nn.MultiheadAttention(8, 2, batch_first=True)(x, x, x)[0].shape == (1, 3, 8)
 
 
 # --- one wrong function per mistake -------------------------------------------------------------
@@ -429,3 +531,70 @@ def test_check_decoder_layer_leaves_the_global_random_state_alone(capsys):
     check_decoder_layer(no_padding_mask)
     capsys.readouterr()
     assert torch.equal(torch.rand(3), expected)
+
+
+# --- dtypes, common slips with a named hint, the threads left as they were --------------------
+
+def in_half_precision(y, memory, src_pad, L):
+    return right_einsum(y, memory, src_pad, L).half()
+
+
+def in_bfloat16(y, memory, src_pad, L):
+    return right_einsum(y, memory, src_pad, L).bfloat16()
+
+
+def rounded_to_integers(y, memory, src_pad, L):
+    return right_einsum(y, memory, src_pad, L).round().long()
+
+
+def with_gelu(y, memory, src_pad, L):
+    y = norm(y + attend(y, y, L.self_attn, causal_mask(y.shape[1])), L.norm1)
+    y = norm(y + attend(y, memory, L.multihead_attn, keys(src_pad)), L.norm2)
+    return norm(y + L.linear2(F.gelu(L.linear1(y))), L.norm3)
+
+
+def relu_module_called_on_a_tensor(y, memory, src_pad, L):
+    y = norm(y + attend(y, y, L.self_attn, causal_mask(y.shape[1])), L.norm1)
+    y = norm(y + attend(y, memory, L.multihead_attn, keys(src_pad)), L.norm2)
+    return norm(y + L.linear2(torch.nn.ReLU(L.linear1(y))), L.norm3)
+
+
+def norm_module_given_as_gamma(y, memory, src_pad, L):
+    from helpers.norms import layer_norm
+    y = layer_norm(y + attend(y, y, L.self_attn, causal_mask(y.shape[1])), L.norm1, None)
+    y = layer_norm(y + attend(y, memory, L.multihead_attn, keys(src_pad)), L.norm2, None)
+    return layer_norm(y + ffn(y, L), L.norm3, None)
+
+
+@pytest.mark.parametrize("fn, words", [
+    (in_half_precision, "returns float16: compute in float32"),
+    (in_bfloat16, "returns bfloat16: compute in float32"),
+    (rounded_to_integers, "returns whole numbers (int64)"),
+    (with_gelu, "uses GELU"),
+    (no_relu, "lost its ReLU"),
+    (relu_module_called_on_a_tensor, "nn.ReLU is a module"),
+    (norm_module_given_as_gamma, "L.norm1 is a module: call it"),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_dtypes_and_slips_are_named(fn, words, capsys):
+    line = said(check_decoder_layer, fn, capsys=capsys)
+    assert words in line and not line.startswith("Check passed"), line
+
+
+def test_gelu_and_relu_hints_do_not_fire_on_each_other(capsys):
+    assert "GELU" not in said(check_decoder_layer, no_relu, capsys=capsys)
+    assert "lost its ReLU" not in said(check_decoder_layer, with_gelu, capsys=capsys)
+
+
+def test_check_decoder_layer_leaves_the_number_of_threads_alone(capsys):
+    threads = torch.get_num_threads()
+    said(check_decoder_layer, right_einsum, capsys=capsys)
+    said(check_decoder_layer, raises, capsys=capsys)
+    assert torch.get_num_threads() == threads
+
+
+def test_half_the_table_is_not_the_triangle(capsys):
+    line = said(check_guided_shapes, SHAPES, 32, "cross", capsys=capsys)
+    assert "diagonal stays visible" in line, line
+    for neighbour in (28, 36, 56, 64):
+        assert "diagonal stays visible" not in said(check_guided_shapes, SHAPES, neighbour, "cross",
+                                                    capsys=capsys)

@@ -7,10 +7,12 @@ import copy
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from helpers.attention import causal_mask
+from helpers.attention import MultiHeadAttention, causal_mask
 from helpers.checks import Hint, Passed, call, checker, choice, choices, number, shape
+from helpers.layers import DecoderLayer
 
 EXPECTED = {
     "source embedded": (1, 7, 64),
@@ -97,7 +99,9 @@ def _check_hidden(hidden_cells):
              112: "That is all 4 heads together; count one head's 8 × 8 table",
              21: "The decoder reads 8 tokens (<s> and 7 letters), not 7",
              15: "15 is for 6 tokens; the decoder here reads 8",
-             64: "64 is the whole 8 × 8 table; the mask hides only the cells above the diagonal"}
+             64: "64 is the whole 8 × 8 table; the mask hides only the cells above the diagonal",
+             32: "32 is half of the 8 × 8 table, half the diagonal with it; the diagonal stays visible "
+                 "(each position reads itself): (64 − 8) / 2"}
     if n != 28:
         raise Hint(wrong.get(n, "Count the cells above the diagonal of one head's 8 × 8 table: "
                                 "row i hides 8 − i of them, or n(n − 1)/2 in all") + ".")
@@ -138,6 +142,31 @@ LAYER = "my_decoder_layer(y, memory, src_pad, L)"
 RIGHT_STEPS = ("1. y = norm1(y + self-attention of y with the causal mask); 2. y = norm2(y + "
                "cross-attention with queries from y, keys and values from memory, the padded source "
                "tokens hidden as keys); 3. y = norm3(y + FFN(y)), the FFN being linear1, ReLU, linear2")
+
+
+INSTEAD = ("write the three sublayers yourself: mha_forward with L.self_attn or L.multihead_attn as "
+           "its A (their weights are yours to use, their forward is what the check compares with), "
+           "each with its mask, then L.norm1, L.norm2, L.norm3 and L.linear1, L.linear2.")
+SUBLAYERS = "L._sa_block, L._mha_block or L._ff_block, nn.TransformerDecoderLayer's own sublayers"
+REFERENCES = [
+    (nn.TransformerDecoderLayer, "forward", "nn.TransformerDecoderLayer's forward (L(...) itself)"),
+    (nn.TransformerDecoderLayer, "_sa_block", SUBLAYERS),
+    (nn.TransformerDecoderLayer, "_mha_block", SUBLAYERS),
+    (nn.TransformerDecoderLayer, "_ff_block", SUBLAYERS),
+    (nn.MultiheadAttention, "forward", "L.self_attn(...) or L.multihead_attn(...), the "
+                                       "nn.MultiheadAttention inside nn.TransformerDecoderLayer"),
+    (F, "multi_head_attention_forward", "F.multi_head_attention_forward, the attention inside "
+                                        "nn.TransformerDecoderLayer"),
+    (DecoderLayer, "forward", "the course's DecoderLayer (helpers.layers), equal to "
+                              "nn.TransformerDecoderLayer"),
+    (MultiHeadAttention, "forward", "the course's MultiHeadAttention (helpers.attention), equal to "
+                                    "nn.MultiheadAttention"),
+]
+
+
+def _run(fn, L, y, memory, src_pad):
+    """The learner's layer on a fresh copy of L, with the reference's forward made unusable."""
+    return call(fn, LAYER, y, memory, src_pad, copy.deepcopy(L), reference=REFERENCES, instead=INSTEAD)
 
 
 def _case(seed, n_tgt, lengths):
@@ -185,7 +214,7 @@ def _norm(x, norm):
 
 
 def _layer(y, memory, src_pad, L, self_hidden="causal", cross_hidden="keys", cross_from="memory",
-           queries_from="y", wiring=("post", "post", "post"), norms=(1, 2, 3), relu=True,
+           queries_from="y", wiring=("post", "post", "post"), norms=(1, 2, 3), activation="relu",
            attns=("self_attn", "multihead_attn")):
     """The decoder layer with one mistake or another; float64. None when the mistake cannot run."""
     y, memory = y.double(), memory.double()
@@ -206,7 +235,7 @@ def _layer(y, memory, src_pad, L, self_hidden="causal", cross_hidden="keys", cro
 
     def ffn(x):
         hidden = x @ L.linear1.weight.double().T + L.linear1.bias.double()
-        hidden = torch.relu(hidden) if relu else hidden
+        hidden = {"relu": torch.relu, "gelu": F.gelu, None: lambda t: t}[activation](hidden)
         return hidden @ L.linear2.weight.double().T + L.linear2.bias.double()
 
     sublayers = [lambda x: _attend(x, x, self_attn, masks[self_hidden]), cross, ffn]
@@ -286,7 +315,9 @@ def _layer_mistakes():
     for order in ((2, 1, 3), (1, 3, 2), (3, 2, 1), (2, 3, 1), (3, 1, 2)):
         yield ("The norms are mixed up: norm1 follows the self-attention, norm2 the cross-attention, "
                "norm3 the feed-forward layer.", {"norms": order})
-    yield "The feed-forward layer has lost its ReLU: linear2(relu(linear1(y))).", {"relu": False}
+    yield "The feed-forward layer has lost its ReLU: linear2(relu(linear1(y))).", {"activation": None}
+    yield ("The feed-forward layer uses GELU: this layer's (the paper's) is ReLU, linear2(relu(linear1(y))); "
+           "GELU is GPT-2's (notebook 03, section 5).", {"activation": "gelu"})
 
 
 def _matches(got, wrong, tol=1e-4):
@@ -308,38 +339,68 @@ def _as_output(out):
         raise Hint(f"my_decoder_layer should return a torch tensor, got {type(out).__name__}.")
     if out.is_complex() or out.dtype == torch.bool:
         raise Hint(f"my_decoder_layer should return real numbers, got dtype {out.dtype}.")
+    if out.dtype in (torch.float16, torch.bfloat16):
+        raise Hint(f"my_decoder_layer returns {str(out.dtype).removeprefix('torch.')}: compute in float32, "
+                   "the inputs' dtype (half precision keeps about 3 digits, too few to compare a layer).")
+    if not out.is_floating_point():
+        raise Hint(f"my_decoder_layer returns whole numbers ({str(out.dtype).removeprefix('torch.')}): "
+                   "keep the float32 numbers the layer computes, without rounding or .long().")
     return out.detach().to(torch.float64)
 
 
-def _diagnose(got, y, memory, src_pad, L):
+_PREPARED = {}
+
+
+def _prepared(seed, n_tgt, lengths):
+    """A case, its right output and the output of every mistake (computed once)."""
+    key = (seed, n_tgt, lengths)
+    if key not in _PREPARED:
+        L, y, memory, src_pad = _case(*key)
+        wrong = [(hint, _layer(y, memory, src_pad, L, **how)) for hint, how in _layer_mistakes()]
+        _PREPARED[key] = L, y, memory, src_pad, _truth(L, y, memory, src_pad), wrong
+    return _PREPARED[key]
+
+
+def _diagnose(got, wrong):
     """The hint of the first mistake whose output equals got, or None."""
-    for hint, how in _layer_mistakes():
-        if _matches(got, _layer(y, memory, src_pad, L, **how)):
-            return hint
-    return None
+    return next((hint for hint, out in wrong if _matches(got, out)), None)
 
 
 def _diagnose_square(fn):
     """Run fn on a batch where n_tgt = n_src (5), so that a swap or a mask on the wrong axis
     runs instead of failing, and name the mistake it makes there (or None)."""
-    L, y, memory, src_pad = _case(2, 5, (5, 3, 4))
+    L, y, memory, src_pad, want, wrong = _prepared(2, 5, (5, 3, 4))
     try:
-        got = _as_output(call(fn, LAYER, y, memory, src_pad, L))
+        got = _as_output(_run(fn, L, y, memory, src_pad))
     except Hint:
         return None
-    if _matches(got, _truth(L, y, memory, src_pad)):
-        return None
-    return _diagnose(got, y, memory, src_pad, L)
+    return None if _matches(got, want) else _diagnose(got, wrong)
+
+
+class _OneThread:
+    """Tiny tensors: one thread is fastest, and far faster when the cores are shared."""
+
+    def __enter__(self):
+        self.threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+
+    def __exit__(self, *exc):
+        torch.set_num_threads(self.threads)
 
 
 @checker
 def check_decoder_layer(fn):
     """The learner's post-norm decoder layer against nn.TransformerDecoderLayer on padded batches."""
+    with _OneThread():
+        return _check_decoder_layer(fn)
+
+
+def _check_decoder_layer(fn):
     cases = ((0, 6, (5, 3, 4)), (1, 4, (7, 2)))
     for number_, (seed, n_tgt, lengths) in enumerate(cases):
-        L, y, memory, src_pad = _case(seed, n_tgt, lengths)
+        L, y, memory, src_pad, want, wrong = _prepared(seed, n_tgt, lengths)
         try:
-            got = _as_output(call(fn, LAYER, y, memory, src_pad, L))
+            got = _as_output(_run(fn, L, y, memory, src_pad))
         except Hint as h:
             if " raised " not in str(h):
                 raise
@@ -350,6 +411,12 @@ def check_decoder_layer(fn):
             if "masked_fill" in said and "boolean" in said:
                 said += (". mha_forward's hidden is a boolean mask, True where hidden: give it "
                          "causal_mask(n) or the reshaped src_pad themselves, not additive_mask(...)")
+            elif "not ReLU" in said:
+                said += (". nn.ReLU is a module, to create before calling it, nn.ReLU()(x); or call the "
+                         "function torch.relu(x)")
+            elif "'LayerNorm'" in said:
+                said += (". L.norm1 is a module: call it, L.norm1(x); helpers.norms.layer_norm takes its "
+                         "γ, β and ε: layer_norm(x, L.norm1.weight, L.norm1.bias, L.norm1.eps)")
             elif "size of tensor" in said or "must match" in said or "shape" in said:
                 said += (". Each mask must fit its scores: causal_mask(n_tgt), (n_tgt, n_tgt), in "
                          "the self-attention, whose scores are (batch, heads, n_tgt, n_tgt); src_pad "
@@ -360,10 +427,9 @@ def check_decoder_layer(fn):
                         f"{max(lengths)}): {said}. Use the sizes of the tensors you are given "
                         "(y.shape[1], memory.shape[1]), not fixed numbers.")
             return said + "."
-        want = _truth(L, y, memory, src_pad)
         if _matches(got, want):
             continue
-        found = _diagnose(got, y, memory, src_pad, L)
+        found = _diagnose(got, wrong)
         if found:
             return found
         b, n_src = src_pad.shape
@@ -372,14 +438,17 @@ def check_decoder_layer(fn):
                     "come from the decoder (y), so the layer keeps y's shape (batch, n_tgt, d_model).")
         if got.shape != want.shape:
             return f"The output should have y's shape {tuple(want.shape)}, got {tuple(got.shape)}."
-        again = _as_output(call(fn, LAYER, y, memory, src_pad, L))
-        if not _matches(got, again, 1e-6):
+        again = _as_output(_run(fn, L, y, memory, src_pad))
+        if again.shape != got.shape or not torch.allclose(got, again, rtol=0, atol=1e-6, equal_nan=True):
             return ("my_decoder_layer gives another result each time it runs on the same inputs: "
                     "dropout is still on (F.dropout drops numbers unless you pass training=False). "
                     "The exercise is the layer in evaluation mode: leave dropout out.")
         if torch.isnan(got).any():
             return ("Your output contains NaN: some query has every key hidden (a softmax over only "
                     "-inf). Check which positions each mask hides.")
+        if torch.isinf(got).any():
+            return ("Your output contains inf: -inf belongs in the scores only, before the softmax; "
+                    "check where your masks are applied.")
         if number_ > 0:
             return (f"Right on the first batch but not on a second one (n_tgt {n_tgt}, n_src "
                     f"{max(lengths)}): use the sizes of the tensors you are given, not fixed numbers.")
