@@ -1,0 +1,56 @@
+"""The paper's symbols as the course uses them: one table, one meaning per symbol.
+
+Each row: the symbol (LaTeX), what it means, its value in the paper's base model and in
+the course's tiny model (notebook 05's reversal model; None where a symbol has no one
+value), the notebook that introduces it and the heading of that section. The website's
+notation page is made from this table, and ``tests/test_notation.py`` checks the values
+against the code and each heading against its notebook.
+"""
+
+from collections import namedtuple
+
+Symbol = namedtuple("Symbol", "tex meaning base tiny notebook section")
+
+SYMBOLS = [
+    Symbol(r"d_{\text{model}}", "width of every token vector, in every layer", 512, 64,
+           "01_positions", "The input: scaled embedding plus position"),
+    Symbol(r"n", "number of tokens in a sequence", None, None,
+           "01_positions", "The input: scaled embedding plus position"),
+    Symbol(r"n_{\text{vocab}}", "number of tokens in the vocabulary (shared by source and target)",
+           37_000, 13, "01_positions", "The input: scaled embedding plus position"),
+    Symbol(r"PE_{(pos,\,2i)},\ PE_{(pos,\,2i+1)}",
+           "the sinusoidal position table: sin and cos of pos / 10000^{2i/d_model}", None, None,
+           "01_positions", "Sinusoidal positions"),
+    Symbol(r"\gamma,\ \beta", "LayerNorm's learned gain and shift, one per feature", None, None,
+           "02_layer_norm", None),
+    Symbol(r"\epsilon_{\text{LN}}", "LayerNorm's small constant under the square root", 1e-5, 1e-5,
+           "02_layer_norm", None),
+    Symbol(r"h", "number of attention heads", 8, 4, "03_encoder_layer", None),
+    Symbol(r"d_k,\ d_v", "width of one head's queries and keys, and of its values: d_model / h", 64, 16,
+           "03_encoder_layer", None),
+    Symbol(r"Q,\ K,\ V", "queries, keys and values: the rows each token asks with, is found by, gives",
+           None, None, "03_encoder_layer", None),
+    Symbol(r"W^Q,\ W^K,\ W^V,\ W^O", "the projections into heads and back out of them", None, None,
+           "03_encoder_layer", None),
+    Symbol(r"d_{ff}", "width of the feed-forward layer's hidden layer", 2048, 256, "03_encoder_layer", None),
+    Symbol(r"P_{drop}", "dropout rate", 0.1, 0.1, "03_encoder_layer", None),
+    Symbol(r"N", "number of layers in the encoder, and in the decoder", 6, 2, "04_cross_attention", None),
+    Symbol(r"\text{memory}", "the encoder's output, read by every decoder layer's cross-attention",
+           None, None, "04_cross_attention", None),
+    Symbol(r"\beta_1,\ \beta_2", "Adam's decay rates of its moving averages", (0.9, 0.98), (0.9, 0.98),
+           "05_training_recipe", None),
+    Symbol(r"\epsilon_{\text{Adam}}", "Adam's small constant in the denominator", 1e-9, 1e-9,
+           "05_training_recipe", None),
+    Symbol(r"warmup\_steps", "steps of the learning rate's linear rise", 4000, 400,
+           "05_training_recipe", None),
+    Symbol(r"lrate", "the learning rate at a step", None, None, "05_training_recipe", None),
+    Symbol(r"\epsilon_{ls}", "label smoothing: the probability spread away from the right token", 0.1, 0.1,
+           "05_training_recipe", None),
+    Symbol(r"h_{kv}", "number of key/value heads (grouped-query attention, later models)", None, None,
+           "06_parameter_count", None),
+    Symbol(r"\pi", "a permutation of the tokens (the shuffle test)", None, None,
+           "07_masks_and_shuffle_test", None),
+    Symbol(r"k", "beam size", 4, 4, "08_decoding", None),
+    Symbol(r"lp(Y),\ \alpha", "the length penalty ((5 + |Y|) / 6)^α and its exponent", 0.6, 0.6,
+           "08_decoding", None),
+]
