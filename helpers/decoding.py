@@ -10,6 +10,8 @@ and the key/value cache that makes each new token cost one position instead of a
   apart from k alive ones, as tensor2tensor (the paper's code) does.
 - ``KVCache`` and ``decode_step(model, token, cache)``: incremental decoding that keeps each
   decoder layer's keys and values; ``greedy_decode(model, src, cache=True)`` uses it.
+- ``sampling_probs``, ``draw`` and ``sample_decode``: sampling with a temperature and top-k, the
+  way chat models write, reproducible with a seeded ``torch.Generator``.
 - ``train_reversal_checkpoints(folder)``: notebook 05's training run, saving its model at
   step 500 and its final averaged model (the files notebook 08 loads):
 
@@ -364,6 +366,54 @@ def time_per_token(model, src, steps, use_cache=True, repeats=3):
             ys = torch.cat([ys, logits.argmax(-1)[:, None]], dim=1)
             best[t] = min(best[t], (time.perf_counter() - start) * 1e3)
     return best
+
+
+# --- sampling: temperature and top-k --------------------------------------------------------
+
+def sampling_probs(logits, temperature=1.0, top_k=None):
+    """The distribution a sampler draws the next token from: softmax(logits / T) over the last
+    axis; with top_k, only the top_k largest logits of each row keep a probability (the others 0)."""
+    if top_k is not None:
+        kth = logits.topk(top_k, dim=-1).values[..., -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    return (logits / temperature).softmax(-1)
+
+
+def draw(probs, generator=None):
+    """One token per row of probs (rows, n_vocab), at random with those probabilities: a uniform u
+    in [0, 1), then the first token whose cumulative probability exceeds u. It uses only
+    torch.rand, so a seeded generator gives the same tokens on any computer."""
+    probs = probs.double()
+    cumulative = probs.cumsum(-1)
+    u = torch.rand(probs.shape[:-1] + (1,), generator=generator, dtype=torch.float64) * cumulative[..., -1:]
+    token = (cumulative <= u).sum(-1)
+    last = probs.shape[-1] - 1 - (probs.flip(-1) > 0).long().argmax(-1)     # the last possible token
+    return torch.minimum(token, last)
+
+
+@torch.no_grad()
+def sample_decode(model, src, temperature=1.0, top_k=None, generator=None, max_len=None):
+    """Decoding by sampling: at each step every row draws its next token from
+    sampling_probs(logits, temperature, top_k) instead of taking the most likely one (with the KV
+    cache). src (batch, n) -> ids (batch, 1 + steps) starting with <s>; at most max_len tokens (by
+    default n + 1), stopping when every row has written </s> (what follows a row's </s> is ignored
+    by up_to_eos and exact_matches)."""
+    was_training = model.training
+    model.eval()
+    max_len = src.shape[1] + 1 if max_len is None else max_len
+    mask = model.memory_mask(src)
+    cache = KVCache(model, model.encode(src, mask), mask)
+    ys = torch.full((src.shape[0], 1), BOS)
+    done = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len):
+        probs = sampling_probs(decode_step(model, ys[:, -1], cache), temperature, top_k)
+        nxt = draw(probs, generator)
+        ys = torch.cat([ys, nxt[:, None]], dim=1)
+        done |= nxt == EOS
+        if done.all():
+            break
+    model.train(was_training)
+    return ys
 
 
 # --- comparing outputs ------------------------------------------------------------------------

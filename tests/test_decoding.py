@@ -14,6 +14,7 @@ from helpers.checks.decoding import (
     check_cached_attention,
     check_confident_greedy,
     check_penalised_scores,
+    check_temperature_zero,
 )
 from helpers.decoding import (
     CHECKPOINTS,
@@ -25,10 +26,13 @@ from helpers.decoding import (
     beam_search_apart,
     beam_step,
     decode_step,
+    draw,
     exact_matches,
     greedy_decode,
     length_penalty,
     load_tiny,
+    sample_decode,
+    sampling_probs,
     search,
     search_apart,
     sequence_log_prob,
@@ -366,7 +370,7 @@ def test_check_beam_step(capsys):
 def test_questions(capsys):
     assert printed(capsys, check_beam_one, "a").startswith(PASSED)
     assert "same length" in printed(capsys, check_beam_one, "b")
-    assert "same search" in printed(capsys, check_beam_one, "c")
+    assert "the same one" in printed(capsys, check_beam_one, "c")
     assert printed(capsys, check_confident_greedy, "a").startswith(PASSED)
     assert "returns the one with the best score" in printed(capsys, check_confident_greedy, "b")
     assert "220 tokens" in printed(capsys, check_confident_greedy, "c")
@@ -715,8 +719,8 @@ def test_fuzz_penalised_scores(capsys):
         assert_survives(capsys, check_penalised_scores, right.tolist(), wrong)
 
 
-@pytest.mark.parametrize("check, right", [(check_beam_one, "a"), (check_confident_greedy, "a"),
-                                          (check_cache_bytes, 2_457_600.0)])
+@pytest.mark.parametrize("check, right", [(check_beam_one, "a"), (check_temperature_zero, "a"),
+                                          (check_confident_greedy, "a"), (check_cache_bytes, 2_457_600.0)])
 def test_fuzz_questions(capsys, check, right):
     odd = [("A", "A"), ("spaces", "  a "), ("quoted", "'a'"), ("d", "d"), ("set", {"a"}), ("list", ["a"]),
            ("True", True), ("int", 3), ("bytes", b"a"), ("dict", {"a": 1})]
@@ -764,3 +768,62 @@ def test_search_apart_on_the_checkpoints(test_set, models):
         uncached = beam_search_apart(model, src, k=4, use_cache=False)
         assert torch.equal(uncached["tokens"], apart["tokens"])
         assert exact_matches(best, tgt_out).float().mean() >= 0.5
+
+
+# --- sampling -----------------------------------------------------------------------------------
+
+def test_sampling_probs_by_hand():
+    z = torch.tensor([2.0, 1.0, 0.0])
+    e = [math.exp(v) for v in (2, 1, 0)]
+    assert torch.allclose(sampling_probs(z, 1.0), torch.tensor([v / sum(e) for v in e]))
+    e2 = [math.exp(v / 2) for v in (2, 1, 0)]
+    assert torch.allclose(sampling_probs(z, 2.0), torch.tensor([v / sum(e2) for v in e2]))
+    assert torch.allclose(sampling_probs(z, 1.0, top_k=2), torch.tensor([e[0], e[1], 0]) / (e[0] + e[1]))
+    assert torch.allclose(sampling_probs(z[None].expand(4, 3), 0.5).sum(-1), torch.ones(4))
+
+
+def test_draw_follows_the_probabilities_and_never_picks_an_impossible_token():
+    probs = torch.tensor([0.5, 0.0, 0.3, 0.2, 0.0])
+    tokens = draw(probs.expand(200_000, 5), torch.Generator().manual_seed(1))
+    freq = torch.bincount(tokens, minlength=5) / len(tokens)
+    assert (freq - probs).abs().max() < 0.005 and freq[1] == 0 and freq[4] == 0
+    again = draw(probs.expand(200_000, 5), torch.Generator().manual_seed(1))
+    assert torch.equal(tokens, again)                                     # a seeded generator repeats
+    one_hot = torch.zeros(3, 5)
+    one_hot[:, 3] = 1.0
+    assert draw(one_hot, torch.Generator().manual_seed(0)).tolist() == [3, 3, 3]
+
+
+def test_sample_decode_low_temperature_and_top_1_are_greedy(test_set, models):
+    src = test_set[0][:100]
+    for model in models.values():
+        greedy = [up_to_eos(g[1:]) for g in greedy_decode(model, src).tolist()]
+        for t, k in ((1e-4, None), (1.0, 1)):
+            ys = sample_decode(model, src, temperature=t, top_k=k, generator=torch.Generator().manual_seed(0))
+            assert [up_to_eos(y[1:]) for y in ys.tolist()] == greedy, (t, k)
+
+
+def test_sample_decode_is_reproducible_and_temperature_costs_exact_match(test_set, models):
+    src, _, tgt_out = test_set
+    model = models[TRAINED]
+
+    def run(t, k=None, seed=0):
+        generator = torch.Generator().manual_seed(seed)
+        return sample_decode(model, src, temperature=t, top_k=k, generator=generator)
+
+    assert torch.equal(run(1.0), run(1.0))
+    assert not torch.equal(run(1.0, seed=0), run(1.0, seed=1))
+    match = {(t, k): exact_matches(run(t, k), tgt_out).float().mean().item()
+             for t, k in ((0.5, None), (1.0, None), (2.0, None), (1.0, 3), (2.0, 3))}
+    assert match[0.5, None] > match[1.0, 3] > match[1.0, None] > match[2.0, 3] > match[2.0, None]
+    assert 0.4 < match[1.0, None] < 0.8 and match[2.0, None] < 0.1
+
+
+def test_check_temperature_zero(capsys):
+    assert printed(capsys, check_temperature_zero, "a").startswith(PASSED)
+    assert "other end, T → ∞" in printed(capsys, check_temperature_zero, "b")
+    assert "not their probabilities" in printed(capsys, check_temperature_zero, " C ")
+    assert "keeps no alternative hypotheses" in printed(capsys, check_temperature_zero, "d")
+    assert printed(capsys, check_temperature_zero, None).startswith("Not answered yet")
+    for _, wrong in [*wrong_tensors(torch.tensor(1.0)), ("e", "e"), ("number", 0)]:
+        assert_survives(capsys, check_temperature_zero, wrong)

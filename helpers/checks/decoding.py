@@ -1,5 +1,6 @@
 """Checks for notebook 08 (decoding): the length-penalised score, one step of beam search, the cached
-attention step, and the questions of "Check your understanding"."""
+attention step, and the questions (1 in section 6, 2 in section 7 on sampling, 3 and 4 in "Check your
+understanding")."""
 
 import math
 
@@ -577,23 +578,45 @@ def check_cached_attention(fn):
 
 @checker
 def check_beam_one(answer_1):
-    """Beam search with k = 1 and greedy decoding: always the same output ("a")."""
+    """Question 1, asked before section 6 measures it: beam search with k = 1 and greedy decoding
+    always write the same answer ("a")."""
     return choice(
         answer_1, "answer_1", "a",
         "With one beam the candidates of a step all extend the same hypothesis, so they have the same "
-        "length and the same lp: the best score is the most probable next token, greedy's choice.",
+        "length and the same lp: the best score is the most probable next token, greedy's choice. The "
+        "next cell measures it on the 500 test sequences.",
         {"b": "The length penalty only reorders hypotheses of different lengths. With one beam every "
-              "candidate of a step has the same length, so dividing by the same lp changes no ranking "
-              "(section 6 shows beam 1 and greedy agree on all 500 test sequences).",
+              "candidate of a step extends the one hypothesis kept, so all have the same length, and "
+              "dividing them by the same lp changes no ranking.",
          "c": "One beam keeps one hypothesis, exactly as greedy does: it cannot come back to a prefix "
-              "it dropped, so it is not better, it is the same search (section 6)."})
+              "it dropped (section 4's toy: beam 1 ends with greedy's a a </s>), so it is not a better "
+              "search, it is the same one."})
 
 
 @checker
-def check_confident_greedy(answer_2):
-    """Greedy chose a token of probability 0.93 at each of 6 steps: beam 4 cannot change it ("a")."""
+def check_temperature_zero(answer_2):
+    """Question 2: sampling with the temperature T → 0 writes greedy decoding's answer ("a")."""
     return choice(
         answer_2, "answer_2", "a",
+        "Dividing the logits by a tiny T stretches every gap between them, so the most likely token's "
+        "probability tends to 1 and all the others to 0: every draw is the argmax, greedy's choice.",
+        {"b": "That is the other end, T → ∞: dividing by a huge T makes all the logits nearly equal, so the "
+              "distribution becomes uniform. A small T does the opposite: compare the plot's T = 0.5 with "
+              "T = 1.",
+         "c": "The order of the tokens stays, but not their probabilities: softmax(z / T) with a small T "
+              "stretches the gaps between the logits, and the largest takes nearly all the probability "
+              "(the plot's T = 0.5 bars against T = 1).",
+         "d": "Sampling keeps no alternative hypotheses: at T → 0 it takes the single most likely token at "
+              "each step, one step at a time. That is greedy decoding, which differs from beam search "
+              "where the model is unsure (section 6, the model of step 500)."})
+
+
+@checker
+def check_confident_greedy(answer_3):
+    """Question 3: greedy chose a token of probability 0.93 at each of 6 steps: beam 4 cannot change
+    it ("a")."""
+    return choice(
+        answer_3, "answer_3", "a",
         "Any other answer leaves greedy's path at some step with a token of probability at most 0.07, "
         "so its log P is at most ln 0.07 = −2.66, while greedy's is 6 · ln 0.93 = −0.44; even the "
         "largest penalty within input + 50 tokens cannot close that gap.",
@@ -605,7 +628,7 @@ def check_confident_greedy(answer_2):
               "stops at input + 50 (section 3 has the formula)."})
 
 
-# Question 3: the base model's decoder (N = 6 layers, h = 8 heads of d_k = 64, each head with its own
+# Question 4: the base model's decoder (N = 6 layers, h = 8 heads of d_k = 64, each head with its own
 # keys and values), one sequence, 100 target positions, float32.
 CACHE_BYTES = 2 * 6 * 8 * 64 * 100 * 4
 
@@ -638,15 +661,15 @@ def _cache_bytes_mistakes():
 
 
 @checker
-def check_cache_bytes(answer_3):
+def check_cache_bytes(answer_4):
     """Bytes of the decoder's self-attention KV cache of the base model (N = 6, h = 8 heads of
     d_k = 64) for one sequence of 100 target positions in float32: 2 · 6 · 8 · 64 · 100 · 4 =
     2,457,600."""
-    if isinstance(answer_3, torch.Tensor) and answer_3.dtype == torch.float16 and bool(
-            torch.isinf(answer_3).any()):
-        return ("answer_3 overflowed float16, which holds numbers up to 65,504: write the answer as a "
+    if isinstance(answer_4, torch.Tensor) and answer_4.dtype == torch.float16 and bool(
+            torch.isinf(answer_4).any()):
+        return ("answer_4 overflowed float16, which holds numbers up to 65,504: write the answer as a "
                 "plain Python number (an int).")
-    value = number(answer_3, "answer_3")
+    value = number(answer_4, "answer_4")
     right = CACHE_BYTES
     if close(value, right, 0.5):
         return Passed("2 (keys and values) · 6 layers · 8 heads · 64 numbers · 100 positions · 4 bytes: "
@@ -660,4 +683,4 @@ def check_cache_bytes(answer_3):
                 "float32 number, with no rounding.")
     return ("Use notebook 06's count per token, 2 · N · h_kv · d_k numbers (keys and values, every decoder "
             "layer, every key-value head; in the base model every head has its own, h_kv = h = 8), times "
-            "100 positions, times 4 bytes per float32 number (section 7).")
+            "100 positions, times 4 bytes per float32 number (section 8).")
