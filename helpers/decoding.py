@@ -321,6 +321,12 @@ def greedy_decode(model, src, max_len=None, use_cache=True, stop=True):
     (by default n + 1) and, with stop=True, stops when every row has written </s>. Tokens after a
     row's </s> are whatever the model writes next, as in helpers.reversal.greedy_decode.
     """
+    return _write(model, src, lambda logits: logits.argmax(-1), max_len, use_cache, stop)
+
+
+def _write(model, src, pick, max_len=None, use_cache=True, stop=True):
+    """The decoding loop that greedy_decode and sample_decode share: pick(logits (rows, vocab))
+    chooses each row's next token."""
     was_training = model.training
     model.eval()
     max_len = src.shape[1] + 1 if max_len is None else max_len
@@ -334,7 +340,7 @@ def greedy_decode(model, src, max_len=None, use_cache=True, stop=True):
             logits = decode_step(model, ys[:, -1], cache)
         else:
             logits = model.decode(ys, memory, memory_mask=mask)[:, -1]
-        nxt = logits.argmax(-1)
+        nxt = pick(logits)
         ys = torch.cat([ys, nxt[:, None]], dim=1)
         done |= nxt == EOS
         if stop and done.all():
@@ -398,22 +404,10 @@ def sample_decode(model, src, temperature=1.0, top_k=None, generator=None, max_l
     cache). src (batch, n) -> ids (batch, 1 + steps) starting with <s>; at most max_len tokens (by
     default n + 1), stopping when every row has written </s> (what follows a row's </s> is ignored
     by up_to_eos and exact_matches)."""
-    was_training = model.training
-    model.eval()
-    max_len = src.shape[1] + 1 if max_len is None else max_len
-    mask = model.memory_mask(src)
-    cache = KVCache(model, model.encode(src, mask), mask)
-    ys = torch.full((src.shape[0], 1), BOS)
-    done = torch.zeros(src.shape[0], dtype=torch.bool)
-    for _ in range(max_len):
-        probs = sampling_probs(decode_step(model, ys[:, -1], cache), temperature, top_k)
-        nxt = draw(probs, generator)
-        ys = torch.cat([ys, nxt[:, None]], dim=1)
-        done |= nxt == EOS
-        if done.all():
-            break
-    model.train(was_training)
-    return ys
+    def pick(logits):
+        return draw(sampling_probs(logits, temperature, top_k), generator)
+
+    return _write(model, src, pick, max_len)
 
 
 # --- comparing outputs ------------------------------------------------------------------------
