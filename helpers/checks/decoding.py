@@ -6,9 +6,9 @@ import math
 
 import torch
 
+from helpers import decoding
 from helpers.attention import additive_mask, attention, causal_mask
 from helpers.checks import Hint, Passed, call, checker, choice, close, number, tensor
-from helpers import decoding
 from helpers.decoding import beam_step, length_penalty
 
 PAD = 0
@@ -683,4 +683,4 @@ def check_cache_bytes(answer_4):
                 "float32 number, with no rounding.")
     return ("Use notebook 06's count per token, 2 · N · h_kv · d_k numbers (keys and values, every decoder "
             "layer, every key-value head; in the base model every head has its own, h_kv = h = 8), times "
-            "100 positions, times 4 bytes per float32 number (section 8).")
+            "100 positions, times 4 bytes per float32 number (this notebook's section 8).")
