@@ -6,8 +6,12 @@ and the key/value cache that makes each new token cost one position instead of a
 - ``search(next_log_probs, ...)``: batched beam search over any next-token function (a toy table
   or the model); ``beam_search(model, src, k=4, alpha=0.6)``: the paper's settings on the model,
   with the maximum output length input + 50 and early termination.
+- ``search_apart`` / ``beam_search_apart``: the same search with the finished hypotheses kept
+  apart from k alive ones, as tensor2tensor (the paper's code) does.
 - ``KVCache`` and ``decode_step(model, token, cache)``: incremental decoding that keeps each
   decoder layer's keys and values; ``greedy_decode(model, src, cache=True)`` uses it.
+- ``sampling_probs``, ``draw`` and ``sample_decode``: sampling with a temperature and top-k, the
+  way chat models write, reproducible with a seeded ``torch.Generator``.
 - ``train_reversal_checkpoints(folder)``: notebook 05's training run, saving its model at
   step 500 and its final averaged model (the files notebook 08 loads):
 
@@ -134,6 +138,19 @@ def beam_search(model, src, k=4, alpha=0.6, extra=50, max_len=None, use_cache=Tr
 @torch.no_grad()
 def beam_search_all(model, src, k=4, alpha=0.6, extra=50, max_len=None, use_cache=True):
     """beam_search, returning all k hypotheses of each input with their numbers (see search)."""
+    return _on_model(search, model, src, k, alpha, extra, max_len, use_cache)
+
+
+@torch.no_grad()
+def beam_search_apart(model, src, k=4, alpha=0.6, extra=50, max_len=None, use_cache=True):
+    """beam_search_all with finished hypotheses kept apart from the k alive ones (search_apart),
+    as tensor2tensor's beam search does."""
+    return _on_model(search_apart, model, src, k, alpha, extra, max_len, use_cache)
+
+
+def _on_model(searcher, model, src, k, alpha, extra, max_len, use_cache):
+    """Run searcher (search or search_apart) on the model: the encoder once, its memory repeated
+    for the k beams, the decoder (with or without the cache) as next_log_probs."""
     was_training = model.training
     model.eval()
     batch = src.shape[0]
@@ -156,9 +173,66 @@ def beam_search_all(model, src, k=4, alpha=0.6, extra=50, max_len=None, use_cach
             return model.decode(ys, memory, memory_mask=mask)[:, -1].log_softmax(-1)
 
         reorder = None
-    result = search(next_log_probs, batch, k, max_lens, alpha, reorder, eos=EOS, pad=model.pad)
+    result = searcher(next_log_probs, batch, k, max_lens, alpha, reorder, eos=EOS, pad=model.pad)
     model.train(was_training)
     return result
+
+
+def search_apart(next_log_probs, batch, k, max_lens, alpha=0.6, reorder=None, bos=BOS, eos=EOS, pad=PAD):
+    """Beam search that keeps k alive and k finished hypotheses apart, as tensor2tensor does
+    (search keeps finished hypotheses in the k beams instead, so that each one takes a slot).
+
+    At each step the alive hypotheses' 2k best extensions are drawn (so that k alive ones remain
+    even if k of them end); those that end (</s>, or the maximum length) join the finished ones,
+    of which the k best by log P / lp stay; the k best of the others stay alive. The same
+    arguments, early termination and result as search.
+    """
+    max_lens = torch.as_tensor(max_lens).reshape(batch)
+    ys = torch.full((batch * k, 1), bos)
+    log_p = torch.zeros(batch, k)
+    log_p[:, 1:] = float("-inf")                  # at the start the k beams are the same <s>: keep one
+    fin_tokens = torch.full((batch, k, 1), pad)
+    fin_log_p = torch.full((batch, k), float("-inf"))
+    fin_scores = torch.full((batch, k), float("-inf"))
+    fin_lengths = torch.zeros(batch, k, dtype=torch.long)
+    done = torch.zeros(batch, dtype=torch.bool)
+    rows = torch.arange(batch)[:, None] * k
+    for step in range(int(max_lens.max())):
+        length = step + 1                                          # every alive hypothesis, after this step
+        logits = next_log_probs(ys).view(batch, k, -1)
+        vocab = logits.shape[-1]
+        total = (log_p[..., None] + logits).flatten(1)             # (batch, k · vocab); one length: no lp
+        top_log_p, best = total.topk(2 * k, dim=1)
+        parents = rows + best // vocab                             # (batch, 2k) rows of ys
+        token = best % vocab
+        candidates = torch.cat([ys[parents.flatten()], token.reshape(-1, 1)], dim=1).view(batch, 2 * k, -1)
+        ends = (token == eos) | (length >= max_lens[:, None])
+        # finished: the k best of those kept so far and those ending now (a done input keeps its own)
+        new_scores = penalised_score(top_log_p, length, alpha).masked_fill(~ends | done[:, None],
+                                                                           float("-inf"))
+        fin_tokens = torch.cat([fin_tokens, torch.full((batch, k, 1), pad)], dim=2)
+        pool_scores = torch.cat([fin_scores, new_scores], dim=1)
+        keep = pool_scores.topk(k, dim=1).indices
+        fin_scores = pool_scores.gather(1, keep)
+        fin_log_p = torch.cat([fin_log_p, top_log_p], dim=1).gather(1, keep)
+        ended_lengths = torch.full_like(top_log_p, length, dtype=torch.long)
+        fin_lengths = torch.cat([fin_lengths, ended_lengths], dim=1).gather(1, keep)
+        pool_tokens = torch.cat([fin_tokens, candidates], dim=1)
+        fin_tokens = pool_tokens.gather(1, keep[..., None].expand(-1, -1, pool_tokens.shape[2]))
+        # the alive ones: the k best of those that did not end
+        alive = top_log_p.masked_fill(ends, float("-inf")).topk(k, dim=1)
+        log_p = alive.values
+        chosen = alive.indices
+        ys = candidates.gather(1, chosen[..., None].expand(-1, -1, candidates.shape[2])).view(batch * k, -1)
+        if reorder is not None:
+            reorder(parents.gather(1, chosen).flatten())
+        bound = penalised_score(log_p.max(1).values, max_lens, alpha)
+        done = done | (fin_scores.max(1).values >= bound)
+        if done.all():
+            break
+    finished = fin_scores > float("-inf")
+    return {"tokens": fin_tokens, "log_p": fin_log_p, "lengths": fin_lengths, "scores": fin_scores,
+            "finished": finished}
 
 
 # --- the key/value cache --------------------------------------------------------------------
@@ -247,6 +321,12 @@ def greedy_decode(model, src, max_len=None, use_cache=True, stop=True):
     (by default n + 1) and, with stop=True, stops when every row has written </s>. Tokens after a
     row's </s> are whatever the model writes next, as in helpers.reversal.greedy_decode.
     """
+    return _write(model, src, lambda logits: logits.argmax(-1), max_len, use_cache, stop)
+
+
+def _write(model, src, pick, max_len=None, use_cache=True, stop=True):
+    """The decoding loop that greedy_decode and sample_decode share: pick(logits (rows, vocab))
+    chooses each row's next token."""
     was_training = model.training
     model.eval()
     max_len = src.shape[1] + 1 if max_len is None else max_len
@@ -260,7 +340,7 @@ def greedy_decode(model, src, max_len=None, use_cache=True, stop=True):
             logits = decode_step(model, ys[:, -1], cache)
         else:
             logits = model.decode(ys, memory, memory_mask=mask)[:, -1]
-        nxt = logits.argmax(-1)
+        nxt = pick(logits)
         ys = torch.cat([ys, nxt[:, None]], dim=1)
         done |= nxt == EOS
         if stop and done.all():
@@ -292,6 +372,42 @@ def time_per_token(model, src, steps, use_cache=True, repeats=3):
             ys = torch.cat([ys, logits.argmax(-1)[:, None]], dim=1)
             best[t] = min(best[t], (time.perf_counter() - start) * 1e3)
     return best
+
+
+# --- sampling: temperature and top-k --------------------------------------------------------
+
+def sampling_probs(logits, temperature=1.0, top_k=None):
+    """The distribution a sampler draws the next token from: softmax(logits / T) over the last
+    axis; with top_k, only the top_k largest logits of each row keep a probability (the others 0)."""
+    if top_k is not None:
+        kth = logits.topk(top_k, dim=-1).values[..., -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    return (logits / temperature).softmax(-1)
+
+
+def draw(probs, generator=None):
+    """One token per row of probs (rows, n_vocab), at random with those probabilities: a uniform u
+    in [0, 1), then the first token whose cumulative probability exceeds u. It uses only
+    torch.rand, so a seeded generator gives the same tokens on any computer."""
+    probs = probs.double()
+    cumulative = probs.cumsum(-1)
+    u = torch.rand(probs.shape[:-1] + (1,), generator=generator, dtype=torch.float64) * cumulative[..., -1:]
+    token = (cumulative <= u).sum(-1)
+    last = probs.shape[-1] - 1 - (probs.flip(-1) > 0).long().argmax(-1)     # the last possible token
+    return torch.minimum(token, last)
+
+
+@torch.no_grad()
+def sample_decode(model, src, temperature=1.0, top_k=None, generator=None, max_len=None):
+    """Decoding by sampling: at each step every row draws its next token from
+    sampling_probs(logits, temperature, top_k) instead of taking the most likely one (with the KV
+    cache). src (batch, n) -> ids (batch, 1 + steps) starting with <s>; at most max_len tokens (by
+    default n + 1), stopping when every row has written </s> (what follows a row's </s> is ignored
+    by up_to_eos and exact_matches)."""
+    def pick(logits):
+        return draw(sampling_probs(logits, temperature, top_k), generator)
+
+    return _write(model, src, pick, max_len)
 
 
 # --- comparing outputs ------------------------------------------------------------------------

@@ -8,7 +8,10 @@ model) and measures, in the same run and interleaved (so that all see the same m
 1. the 500 test sequences of notebook 05 (3 to 8 letters, answers of 4 to 9 tokens), decoded
    - greedily without the cache (the whole prefix through the decoder at every step),
    - greedily with the KV cache (one new position per step),
-   - with beam search, beam 4, α = 0.6, at most input + 50 tokens, with the cache;
+   - with beam search, beam 4, α = 0.6, at most input + 50 tokens, with the cache, finished
+     hypotheses kept in the beams (beam_search) or apart from 4 alive ones as in tensor2tensor
+     (beam_search_apart),
+   - by sampling at temperature 1 (a seeded generator), with the cache;
    as tokens per second: the tokens of the returned answers, up to and including </s>, divided by
    the median wall-clock time of a run (the encoder included);
 2. long outputs, where the cache matters: 16 sequences, --long tokens each written greedily
@@ -31,9 +34,11 @@ from helpers.decoding import (  # noqa: E402
     CHECKPOINTS,
     TRAINED,
     beam_search,
+    beam_search_apart,
     exact_matches,
     greedy_decode,
     load_tiny,
+    sample_decode,
     time_per_token,
     up_to_eos,
 )
@@ -62,6 +67,9 @@ def main():
         "greedy, no cache": lambda: greedy_decode(model, src, max_len=long_max, use_cache=False),
         "greedy, KV cache": lambda: greedy_decode(model, src, max_len=long_max, use_cache=True),
         "beam 4, KV cache": lambda: beam_search(model, src, k=4, alpha=0.6, extra=50),
+        "beam 4, apart": lambda: beam_search_apart(model, src, k=4, alpha=0.6, extra=50)["tokens"][:, 0],
+        "sampling, T = 1": lambda: sample_decode(model, src, temperature=1.0, max_len=long_max,
+                                                 generator=torch.Generator().manual_seed(0)),
     }
     times = {name: [] for name in ways}
     outputs = {}

@@ -14,6 +14,7 @@ from helpers.checks.decoding import (
     check_cached_attention,
     check_confident_greedy,
     check_penalised_scores,
+    check_temperature_zero,
 )
 from helpers.decoding import (
     CHECKPOINTS,
@@ -22,19 +23,26 @@ from helpers.decoding import (
     KVCache,
     beam_search,
     beam_search_all,
+    beam_search_apart,
     beam_step,
     decode_step,
+    draw,
     exact_matches,
     greedy_decode,
     length_penalty,
     load_tiny,
+    sample_decode,
+    sampling_probs,
     search,
+    search_apart,
     sequence_log_prob,
     up_to_eos,
 )
 from helpers.model import Transformer
 from helpers.reversal import BOS, EOS, ITOS, PAD, STOI, VOCAB, batch, decode_ids, exact_match
 from printed import printed
+
+from tests.fuzz import assert_survives, wrong_functions, wrong_tensors
 
 @pytest.fixture(autouse=True, scope="module")
 def one_thread():
@@ -321,11 +329,10 @@ def wrong_step(mistake):
 
 
 def test_check_beam_step(capsys):
-    assert printed(capsys, check_beam_step, beam_step).startswith(PASSED)
     assert printed(capsys, check_beam_step, loop_beam_step).startswith(PASSED)
 
     def reversed_order(*args):
-        beam, token, new = beam_step(*args)
+        beam, token, new = loop_beam_step(*args)
         return beam.flip(1), token.flip(1), new.flip(1)
 
     assert printed(capsys, check_beam_step, reversed_order).startswith(PASSED)
@@ -348,7 +355,7 @@ def test_check_beam_step(capsys):
         assert words in printed(capsys, check_beam_step, wrong_step(mistake)), mistake
 
     def fixed_alpha(log_p, lengths, finished, nlp, alpha):
-        return beam_step(log_p, lengths, finished, nlp, 0.6)
+        return loop_beam_step(log_p, lengths, finished, nlp, 0.6)
 
     assert "α = 1.0" in printed(capsys, check_beam_step, fixed_alpha)
 
@@ -363,15 +370,41 @@ def test_check_beam_step(capsys):
 def test_questions(capsys):
     assert printed(capsys, check_beam_one, "a").startswith(PASSED)
     assert "same length" in printed(capsys, check_beam_one, "b")
-    assert "same search" in printed(capsys, check_beam_one, "c")
+    assert "the same one" in printed(capsys, check_beam_one, "c")
     assert printed(capsys, check_confident_greedy, "a").startswith(PASSED)
     assert "returns the one with the best score" in printed(capsys, check_confident_greedy, "b")
     assert "220 tokens" in printed(capsys, check_confident_greedy, "c")
     assert printed(capsys, check_cache_bytes, 2_457_600).startswith(PASSED)
-    for wrong, words in {614_400: "4 bytes", 1_228_800: "factor 2", 4_915_200: "decoder's 6 layers",
-                         307_200: "all its heads", 19_660_800: "already in d_model",
-                         1_228_800.0 / 1: "factor 2", 2400: "kibibytes", 2.4576: "megabytes"}.items():
-        assert words in printed(capsys, check_cache_bytes, wrong), wrong
+
+
+def test_check_cache_bytes_names_each_slip_and_only_its_own(capsys):
+    """Each slip of question 3 computed on its own; each gets its hint and no other slip's."""
+    N, h, d_k, n, b = 6, 8, 64, 100, 4
+    slips = {
+        "numbers, not bytes": (2 * N * h * d_k * n, "number of numbers"),
+        "keys only": (N * h * d_k * n * b, "keys without the values"),
+        "float16": (2 * N * h * d_k * n * 2, "2 bytes per number"),
+        "encoder layers too": (2 * (N + N) * h * d_k * n * b, "encoder's 6 layers"),
+        "float64": (2 * N * h * d_k * n * 8, "float64"),
+        "one head": (2 * N * d_k * n * b, "one head instead of 8"),
+        "heads twice": (2 * N * 512 * h * n * b, "8 heads counted twice"),
+        "bits": (2 * N * h * d_k * n * b * 8, "bits instead of bytes"),
+        "101 positions": (2 * N * h * d_k * (n + 1) * b, "counts 101 positions"),
+        "99 positions": (2 * N * h * d_k * (n - 1) * b, "counts 99 positions"),
+        "KiB": (2 * N * h * d_k * n * b / 1024, "kibibytes"),
+        "kB": (2 * N * h * d_k * n * b / 1000, "kilobytes"),
+        "MiB": (2 * N * h * d_k * n * b / 1024 ** 2, "mebibytes"),
+        "MB": (2 * N * h * d_k * n * b / 1e6, "megabytes"),
+    }
+    lines = {name: printed(capsys, check_cache_bytes, value) for name, (value, _) in slips.items()}
+    for name, (_, words) in slips.items():
+        assert words in lines[name] and not lines[name].startswith(PASSED), (name, lines[name])
+        others = [other for other, (_, w) in slips.items()
+                  if w in lines[name] and lines[name] != lines[other]]
+        assert not others, (name, others)
+    assert "rounded" not in lines["101 positions"] and "exact" not in lines["101 positions"]
+    assert "exact number" in printed(capsys, check_cache_bytes, 2_460_000)      # rounded: told so
+    assert "overflowed float16" in printed(capsys, check_cache_bytes, torch.tensor(2_457_600.0).half())
 
 
 def test_check_penalised_scores_by_hand_to_two_decimals_and_other_containers(capsys):
@@ -561,3 +594,236 @@ def test_check_cached_attention_placeholder_and_garbage(capsys):
         k_cache = torch.cat([k_cache, k_new], dim=2)
 
     assert "returned None" in printed(capsys, check_cached_attention, forgot_return)
+
+
+# --- new cached-step mistakes: the checker names them instead of failing on them ----------------
+
+def cached_variant(kind):
+    """A cached step with one slip, written independently of the checker."""
+
+    def step(q_new, k_new, v_new, k_cache, v_cache):
+        d_k = q_new.shape[-1]
+        if kind == "new key pre-scaled":                 # scale the new key once, not the scores
+            k = torch.cat([k_cache, k_new / math.sqrt(d_k)], dim=2)
+            v = torch.cat([v_cache, v_new], dim=2)
+            return torch.softmax(q_new @ k.transpose(-1, -2), -1) @ v, k, v
+        k, v = torch.cat([k_cache, k_new], dim=-2), torch.cat([v_cache, v_new], dim=-2)
+        out = torch.softmax(q_new @ k.transpose(-1, -2) / math.sqrt(d_k), -1) @ v
+        if kind == "cache pre-scaled":
+            return out, k / math.sqrt(d_k), v
+        if kind == "k returned transposed":
+            return out, k.transpose(2, 3), v
+        if kind == "float16 caches":
+            return out, k.half(), v.half()
+        if kind == "bfloat16 output":
+            return out.to(torch.bfloat16), k, v
+        if kind == "values off by 0.01 %":
+            return out, k, v * 1.0001
+        if kind == "rounded caches":
+            return out, k.round().long(), v
+        if kind == "computed in bfloat16":
+            low = [t.to(torch.bfloat16) for t in (q_new, k, v)]
+            scores = low[0] @ low[1].transpose(-1, -2) / math.sqrt(d_k)
+            return (torch.softmax(scores, -1) @ low[2]).float(), k, v
+        return out, k, v
+
+    return step
+
+
+@pytest.mark.parametrize("kind, words", [
+    ("new key pre-scaled", "new key is divided by √d_k before it joins the cache"),
+    ("cache pre-scaled", "k_cache holds keys divided by √d_k"),
+    ("k returned transposed", "k_cache holds the keys transposed"),
+    ("float16 caches", "k_cache is float16"),
+    ("bfloat16 output", "out is bfloat16"),
+    ("values off by 0.01 %", "v_cache is close to the right one but not equal"),
+    ("rounded caches", "k_cache holds whole numbers"),
+    ("computed in bfloat16", "out is close to the full computation but off"),
+])
+def test_check_cached_attention_names_caches_it_did_not_recognise(capsys, kind, words):
+    line = printed(capsys, check_cached_attention, cached_variant(kind))
+    assert words in line and not line.startswith(("Could not", PASSED)), (kind, line)
+    for other, other_words in [("new key pre-scaled", "before it joins"),
+                               ("cache pre-scaled", "holds keys divided"),
+                               ("k returned transposed", "transposed"), ("values off by 0.01 %", "close to")]:
+        if other != kind and not (kind == "computed in bfloat16" and other == "values off by 0.01 %"):
+            assert other_words not in line, (kind, other, line)
+
+
+def test_check_cached_attention_and_beam_step_refuse_the_reference(capsys):
+    import helpers.decoding as decoding
+
+    def calls_module(log_p, lengths, finished, nlp, alpha):
+        return decoding.beam_step(log_p, lengths, finished, nlp, alpha)
+
+    namespace = {"beam_step": beam_step, "search": search}
+    exec("def by_name(log_p, lengths, finished, nlp, alpha):\n"
+         "    return beam_step(log_p, lengths, finished, nlp, alpha)\n", namespace)
+    for fn in (calls_module, namespace["by_name"]):
+        line = printed(capsys, check_beam_step, fn)
+        assert "calls helpers.decoding.beam_step, the very reference" in line, line
+    assert printed(capsys, check_beam_step, loop_beam_step).startswith(PASSED)    # its own code is fine
+
+    def through_the_cache(q_new, k_new, v_new, k_cache, v_cache):
+        decoding.cached_self_attention(None, q_new, None, 0)
+        return cached_by_matmul(q_new, k_new, v_new, k_cache, v_cache)
+
+    line = printed(capsys, check_cached_attention, through_the_cache)
+    assert "calls helpers.decoding.cached_self_attention, the very reference" in line, line
+    assert printed(capsys, check_cached_attention, cached_by_loops).startswith(PASSED)   # torch's sdpa: fine
+    assert decoding.beam_step is beam_step and namespace["beam_step"] is beam_step   # unblocked after
+
+
+def test_check_beam_step_names_a_half_precision_log_p(capsys):
+    def half(log_p, lengths, finished, nlp, alpha):
+        beam, token, new = loop_beam_step(log_p, lengths, finished, nlp, alpha)
+        return beam, token, new.half()
+
+    line = printed(capsys, check_beam_step, half)
+    assert "new_log_p is float16" in line, line
+
+
+# --- fuzz: perturbed answers of every checker, none of them makes a checker fail on its own code ---
+
+def replacing(fn, position, label):
+    """fn with item `position` of its returned tuple replaced by one of wrong_tensors' answers."""
+    def wrong(*args):
+        out = list(fn(*args))
+        out[position] = dict(wrong_tensors(out[position]))[label]
+        return tuple(out)
+    return wrong
+
+
+LABELS = [label for label, _ in wrong_tensors(torch.zeros(2, 3, 4))]
+
+
+@pytest.mark.parametrize("check, right", [(check_beam_step, loop_beam_step),
+                                          (check_cached_attention, cached_by_matmul)])
+def test_fuzz_function_checkers(capsys, check, right):
+    seen = set()
+    for position in range(3):
+        for label in LABELS:
+            seen.add(assert_survives(capsys, check, replacing(right, position, label)))
+    for _, wrong in wrong_functions(right):
+        seen.add(assert_survives(capsys, check, wrong))
+    assert len(seen) > 20                      # the lines name different things, not one catch-all
+
+
+def test_fuzz_penalised_scores(capsys):
+    right = torch.tensor([sum(math.log(p) for p in ps) / length_penalty(len(ps))
+                          for ps in HYPOTHESES.values()])
+    for _, wrong in wrong_tensors(right):
+        assert_survives(capsys, check_penalised_scores, wrong, 1)
+    for _, wrong in [*wrong_tensors(torch.tensor(1.0)), ("text", "one"), ("a list", [1]), ("2.5", 2.5),
+                     ("answer text", "d e </s>"), ("nan", float("nan"))]:
+        assert_survives(capsys, check_penalised_scores, right.tolist(), wrong)
+
+
+@pytest.mark.parametrize("check, right", [(check_beam_one, "a"), (check_temperature_zero, "a"),
+                                          (check_confident_greedy, "a"), (check_cache_bytes, 2_457_600.0)])
+def test_fuzz_questions(capsys, check, right):
+    odd = [("A", "A"), ("spaces", "  a "), ("quoted", "'a'"), ("d", "d"), ("set", {"a"}), ("list", ["a"]),
+           ("True", True), ("int", 3), ("bytes", b"a"), ("dict", {"a": 1})]
+    for _, wrong in [*wrong_tensors(torch.tensor(right if isinstance(right, float) else 1.0)), *odd]:
+        assert_survives(capsys, check, wrong)
+
+
+# --- tensor2tensor's variant: finished hypotheses apart from k alive ones --------------------------
+
+def test_search_apart_on_the_toy():
+    """Beam 2 finds b a </s> either way; with one beam, keeping the finished apart is no longer
+    greedy: "a </s>", finished at step 2 while the one alive beam went on, stays the best."""
+    for k in (2, 3):
+        kept = search(toy_next, 1, k, torch.tensor([5]))
+        apart = search_apart(toy_next, 1, k, torch.tensor([5]))
+        assert decode_ids(apart["tokens"][0, 0]) == decode_ids(kept["tokens"][0, 0]) == "<s> b a </s>"
+        assert apart["scores"][0].tolist() == sorted(apart["scores"][0].tolist(), reverse=True)
+    table = {**TOY, ("a",): {"a": 0.4, "b": 0.25, "</s>": 0.35}}         # no tie at step 2
+
+    def next_token(ys):
+        return toy_next(ys, table)
+
+    greedy = search(next_token, 1, 1, torch.tensor([5]))
+    assert decode_ids(greedy["tokens"][0, 0]) == "<s> a a </s>"
+    one = search_apart(next_token, 1, 1, torch.tensor([5]))
+    assert decode_ids(up_to_eos(one["tokens"][0, 0, 1:])) == "a </s>"
+    assert one["log_p"][0, 0].exp().item() == pytest.approx(0.5 * 0.35)
+    assert one["scores"][0, 0] > greedy["scores"][0, 0]
+
+
+def test_search_apart_on_the_checkpoints(test_set, models):
+    src, _, tgt_out = test_set
+    src, tgt_out = src[:100], tgt_out[:100]
+    for model in models.values():
+        apart = beam_search_apart(model, src, k=4)
+        kept = beam_search_all(model, src, k=4)
+        best = apart["tokens"][:, 0]
+        same = [up_to_eos(a[1:]) == up_to_eos(b[1:])
+                for a, b in zip(best.tolist(), kept["tokens"][:, 0].tolist(), strict=True)]
+        assert all(same)                                  # on this task: the same answers (notebook 08)
+        log_p, lengths = sequence_log_prob(model, src, best)
+        assert torch.allclose(log_p, apart["log_p"][:, 0], atol=1e-4)
+        assert torch.equal(lengths, apart["lengths"][:, 0])
+        assert apart["finished"][:, 0].all() and ((best[:, 1:] == EOS).sum(1) == 1).all()
+        uncached = beam_search_apart(model, src, k=4, use_cache=False)
+        assert torch.equal(uncached["tokens"], apart["tokens"])
+        assert exact_matches(best, tgt_out).float().mean() >= 0.5
+
+
+# --- sampling -----------------------------------------------------------------------------------
+
+def test_sampling_probs_by_hand():
+    z = torch.tensor([2.0, 1.0, 0.0])
+    e = [math.exp(v) for v in (2, 1, 0)]
+    assert torch.allclose(sampling_probs(z, 1.0), torch.tensor([v / sum(e) for v in e]))
+    e2 = [math.exp(v / 2) for v in (2, 1, 0)]
+    assert torch.allclose(sampling_probs(z, 2.0), torch.tensor([v / sum(e2) for v in e2]))
+    assert torch.allclose(sampling_probs(z, 1.0, top_k=2), torch.tensor([e[0], e[1], 0]) / (e[0] + e[1]))
+    assert torch.allclose(sampling_probs(z[None].expand(4, 3), 0.5).sum(-1), torch.ones(4))
+
+
+def test_draw_follows_the_probabilities_and_never_picks_an_impossible_token():
+    probs = torch.tensor([0.5, 0.0, 0.3, 0.2, 0.0])
+    tokens = draw(probs.expand(200_000, 5), torch.Generator().manual_seed(1))
+    freq = torch.bincount(tokens, minlength=5) / len(tokens)
+    assert (freq - probs).abs().max() < 0.005 and freq[1] == 0 and freq[4] == 0
+    again = draw(probs.expand(200_000, 5), torch.Generator().manual_seed(1))
+    assert torch.equal(tokens, again)                                     # a seeded generator repeats
+    one_hot = torch.zeros(3, 5)
+    one_hot[:, 3] = 1.0
+    assert draw(one_hot, torch.Generator().manual_seed(0)).tolist() == [3, 3, 3]
+
+
+def test_sample_decode_low_temperature_and_top_1_are_greedy(test_set, models):
+    src = test_set[0][:100]
+    for model in models.values():
+        greedy = [up_to_eos(g[1:]) for g in greedy_decode(model, src).tolist()]
+        for t, k in ((1e-4, None), (1.0, 1)):
+            ys = sample_decode(model, src, temperature=t, top_k=k, generator=torch.Generator().manual_seed(0))
+            assert [up_to_eos(y[1:]) for y in ys.tolist()] == greedy, (t, k)
+
+
+def test_sample_decode_is_reproducible_and_temperature_costs_exact_match(test_set, models):
+    src, _, tgt_out = test_set
+    model = models[TRAINED]
+
+    def run(t, k=None, seed=0):
+        generator = torch.Generator().manual_seed(seed)
+        return sample_decode(model, src, temperature=t, top_k=k, generator=generator)
+
+    assert torch.equal(run(1.0), run(1.0))
+    assert not torch.equal(run(1.0, seed=0), run(1.0, seed=1))
+    match = {(t, k): exact_matches(run(t, k), tgt_out).float().mean().item()
+             for t, k in ((0.5, None), (1.0, None), (2.0, None), (1.0, 3), (2.0, 3))}
+    assert match[0.5, None] > match[1.0, 3] > match[1.0, None] > match[2.0, 3] > match[2.0, None]
+    assert 0.4 < match[1.0, None] < 0.8 and match[2.0, None] < 0.1
+
+
+def test_check_temperature_zero(capsys):
+    assert printed(capsys, check_temperature_zero, "a").startswith(PASSED)
+    assert "other end, T → ∞" in printed(capsys, check_temperature_zero, "b")
+    assert "not their probabilities" in printed(capsys, check_temperature_zero, " C ")
+    assert "keeps no alternative hypotheses" in printed(capsys, check_temperature_zero, "d")
+    assert printed(capsys, check_temperature_zero, None).startswith("Not answered yet")
+    for _, wrong in [*wrong_tensors(torch.tensor(1.0)), ("e", "e"), ("number", 0)]:
+        assert_survives(capsys, check_temperature_zero, wrong)

@@ -1,10 +1,12 @@
 """Checks for notebook 08 (decoding): the length-penalised score, one step of beam search, the cached
-attention step, and the questions of "Check your understanding"."""
+attention step, and the questions (1 in section 6, 2 in section 7 on sampling, 3 and 4 in "Check your
+understanding")."""
 
 import math
 
 import torch
 
+from helpers import decoding
 from helpers.attention import additive_mask, attention, causal_mask
 from helpers.checks import Hint, Passed, call, checker, choice, close, number, tensor
 from helpers.decoding import beam_step, length_penalty
@@ -125,6 +127,13 @@ def check_penalised_scores(scores, best):
 STEP = "my_beam_step(log_p, lengths, finished, next_log_probs, alpha)"
 
 
+# What the check compares with: a step that calls it checks nothing.
+STEP_REFERENCE = [(decoding, "beam_step", "helpers.decoding.beam_step"),
+                  (decoding, "search", "helpers.decoding.search")]
+STEP_INSTEAD = ("build the candidates' log P and scores yourself with tensor operations and keep the "
+                "k best of each source.")
+
+
 def _step_inputs(seed, batch=8, k=3, vocab=5):
     """Beams with log P, lengths from 1 to 14, some finished, and next-token log-probabilities:
     log P of about -0.1 to -0.4 per token, so that finished hypotheses of every length compete
@@ -226,6 +235,10 @@ def _as_step_output(out, batch, k):
                        f"{tuple(value.shape)}.")
         tensors.append(value.detach())
     beam, token, new_log_p = tensors
+    if new_log_p.dtype in (torch.float16, torch.bfloat16):
+        raise Hint(f"new_log_p is {str(new_log_p.dtype).replace('torch.', '')}, the log-probabilities "
+                   "you are given are float32: keep their dtype (half precision keeps about 3 "
+                   "significant digits, and the next steps add to these numbers).")
     for name, value in (("beam", beam), ("token", token)):
         if value.is_floating_point() and not bool((value == value.round()).all()):
             raise Hint(f"{name} should hold whole numbers (indices); use // and % on the flat index "
@@ -254,7 +267,8 @@ def check_beam_step(fn):
     for number_, (seed, alpha) in enumerate(((5, 0.6), (1, 1.0))):
         log_p, lengths, finished, nlp = _step_inputs(seed)
         batch, k, vocab = nlp.shape
-        got = _as_step_output(call(fn, STEP, log_p, lengths, finished, nlp, alpha), batch, k)
+        got = _as_step_output(call(fn, STEP, log_p, lengths, finished, nlp, alpha, reference=STEP_REFERENCE,
+                                   instead=STEP_INSTEAD), batch, k)
         want = beam_step(log_p, lengths, finished, nlp, alpha)
         if _same_survivors((got[1], got[0], got[2]), want, vocab, check_log_p=False):
             return "beam and token are swapped: return (beam, token, new_log_p) in this order."
@@ -290,6 +304,10 @@ def check_beam_step(fn):
 
 CACHED = "my_cached_attention(q_new, k_new, v_new, k_cache, v_cache)"
 ARGUMENTS = ("q_new", "k_new", "v_new", "k_cache", "v_cache")
+CACHED_REFERENCE = [(decoding, "cached_self_attention", "helpers.decoding.cached_self_attention"),
+                    (decoding, "decode_step", "helpers.decoding.decode_step")]
+CACHED_INSTEAD = ("append the new key and value to the caches yourself and let the one new query attend "
+                  "over all t + 1 positions.")
 
 # (seed, batch, heads, cached positions t, d_k): four sizes that differ in every case, so that a
 # shape says which axis it grew on; the last case is the first step, with an empty cache.
@@ -351,27 +369,51 @@ def _failing_mistakes(qn, kn, vn, kc, vc):
                _error(lambda keys=keys: _attend(qn, keys, v)))
 
 
+def _computed(mistakes):
+    """(hint, *tensors) of each mistake whose tensors can be computed on these inputs: a mistake
+    that cannot happen at these sizes (a torch.cat of mismatched shapes) is left out."""
+    for hint, make in mistakes:
+        try:
+            yield (hint, *make())
+        except RuntimeError:
+            continue
+
+
 def _cache_mistakes(kn, vn, kc, vc):
     """(hint, the k cache, the v cache) that a step with that mistake returns."""
     k, v = torch.cat([kc, kn], dim=2), torch.cat([vc, vn], dim=2)
-    yield ("You returned the old caches, not the updated ones: return the caches with the new key "
-           "and value appended, so that the next step reads this position too.", kc, vc)
-    yield ("The keys are appended but not the values: return v_cache with the new value appended "
-           "as well (one key and one value per position).", k, vc)
-    yield ("The values are appended but not the keys: return k_cache with the new key appended "
-           "as well (one key and one value per position).", kc, v)
-    yield ("You returned only the new position's key and value: the caches hold every position so "
-           "far, the t cached ones followed by the new one, t + 1 in all.", kn, vn)
-    yield ("The new key and value are prepended: the cache keeps the positions in order, the oldest "
-           "first, so the new one goes last, torch.cat([k_cache, k_new], dim=2). The output cannot "
-           "show it (attention sums over the keys in any order), but index i of the cache must stay "
-           "position i.", torch.cat([kn, kc], dim=2), torch.cat([vn, vc], dim=2))
-    yield ("The two caches are swapped: return (output, the new k cache, the new v cache) in this "
-           "order.", v, k)
+    root = math.sqrt(kn.shape[-1])
+    mistakes = [
+        ("You returned the old caches, not the updated ones: return the caches with the new key "
+         "and value appended, so that the next step reads this position too.", lambda: (kc, vc)),
+        ("The keys are appended but not the values: return v_cache with the new value appended "
+         "as well (one key and one value per position).", lambda: (k, vc)),
+        ("The values are appended but not the keys: return k_cache with the new key appended "
+         "as well (one key and one value per position).", lambda: (kc, v)),
+        ("You returned only the new position's key and value: the caches hold every position so "
+         "far, the t cached ones followed by the new one, t + 1 in all.", lambda: (kn, vn)),
+        ("The new key and value are prepended: the cache keeps the positions in order, the oldest "
+         "first, so the new one goes last, torch.cat([k_cache, k_new], dim=2). The output cannot "
+         "show it (attention sums over the keys in any order), but index i of the cache must stay "
+         "position i.", lambda: (torch.cat([kn, kc], dim=2), torch.cat([vn, vc], dim=2))),
+        ("The two caches are swapped: return (output, the new k cache, the new v cache) in this "
+         "order.", lambda: (v, k)),
+        ("The returned k_cache holds the keys transposed, (batch, heads, d_k, positions): keep the "
+         "cache as (batch, heads, positions, d_k), like the cache you were given, and transpose "
+         "only inside the product q kᵀ.", lambda: (k.transpose(-2, -1), v)),
+        ("The returned k_cache holds keys divided by √d_k: the cache keeps each key as the layer "
+         "computed it (the next step appends to it and reads it again); divide the scores "
+         "q kᵀ by √d_k instead.", lambda: (k / root, v)),
+        ("The new key is divided by √d_k before it joins the cache, the cached ones are not: the "
+         "cache keeps every key as the layer computed it; divide the scores q kᵀ by √d_k "
+         "instead.", lambda: (torch.cat([kc, kn / root], dim=2), v)),
+    ]
     for dim, axis in ((1, "the heads (dim 1)"), (3, "d_k (dim 3, the last)")):
-        yield (f"The cache is appended on the wrong axis, {axis}: keys and values are (batch, heads, "
-               "positions, d_k), the new position joins the cached ones along the positions, dim=2.",
-               torch.cat([kc, kn], dim=dim), torch.cat([vc, vn], dim=dim))
+        mistakes.append((f"The cache is appended on the wrong axis, {axis}: keys and values are "
+                         "(batch, heads, positions, d_k), the new position joins the cached ones "
+                         "along the positions, dim=2.",
+                         lambda dim=dim: (torch.cat([kc, kn], dim=dim), torch.cat([vc, vn], dim=dim))))
+    return _computed(mistakes)
 
 
 def _output_mistakes(qn, kn, vn, kc, vc):
@@ -415,7 +457,7 @@ def _same_tensor(got, want, tol=1e-6):
 def _call_cached(fn, args):
     """call(fn, ...) with the hints of this exercise for a step that raises or changes its inputs."""
     try:
-        return call(fn, CACHED, *args)
+        return call(fn, CACHED, *args, reference=CACHED_REFERENCE, instead=CACHED_INSTEAD)
     except Hint as hint:
         text = str(hint)
         for name_, position in zip(ARGUMENTS, range(1, 6), strict=True):
@@ -434,19 +476,33 @@ def _call_cached(fn, args):
 
 
 def _three_tensors(out):
-    """The learner's (out, k_cache, v_cache) as float64 tensors, or raise Hint."""
+    """The learner's (out, k_cache, v_cache) as float64 tensors, or raise Hint: a tuple of three
+    floating-point tensors in float32 (or float64), the dtype of the inputs."""
     if isinstance(out, torch.Tensor) or not isinstance(out, (tuple, list)) or len(out) != 3:
         what = f"a tensor of shape {tuple(out.shape)}" if isinstance(out, torch.Tensor) else (
             f"{len(out)} items" if isinstance(out, (tuple, list)) else type(out).__name__)
         raise Hint("my_cached_attention should return three tensors (out, k_cache, v_cache): the new "
                    f"position's output and the two longer caches; got {what}.")
-    names = ("out", "the returned k_cache", "the returned v_cache")
+    names = ("out", "The returned k_cache", "The returned v_cache")
     got = []
     for name, value in zip(names, out, strict=True):
         if not isinstance(value, torch.Tensor):
             raise Hint(f"{name} should be a torch tensor, got {type(value).__name__}.")
+        dtype = str(value.dtype).replace("torch.", "")
+        if value.dtype in (torch.float16, torch.bfloat16):
+            raise Hint(f"{name} is {dtype}, the inputs are float32: keep their dtype (no .half() "
+                       "or .to(...)); half precision keeps about 3 significant digits, so the cache "
+                       "would no longer hold the layer's keys and values.")
+        if not value.is_floating_point() and value.dtype != torch.bool and not value.is_complex():
+            raise Hint(f"{name} holds whole numbers (dtype {dtype}): keys, values and outputs are "
+                       "float32 like the inputs; nothing needs rounding or .long().")
         got.append(tensor(value, name))
     return got
+
+
+def _largest_gap(got, want):
+    """The largest difference between two tensors of one shape (0 for empty ones)."""
+    return float((got - want).abs().max()) if want.numel() else 0.0
 
 
 def _output_shape_hint(shape, batch, heads, t, d_k):
@@ -486,6 +542,13 @@ def check_cached_attention(fn):
                     return (f"The returned {name} should have shape (batch, heads, t + 1, d_k) = "
                             f"{tuple(want.shape)}, the {t} cached positions and the new one; got "
                             f"{tuple(got_.shape)}.")
+            for name, got_, want in (("k_cache", k_got, k_right), ("v_cache", v_got, v_right)):
+                gap = _largest_gap(got_, want)
+                if 1e-6 < gap <= 1e-2 * max(1.0, float(want.abs().max())):
+                    return (f"The returned {name} is close to the right one but not equal (off by up to "
+                            f"{gap:.1e}): a cache keeps the keys and values it is given exactly as they "
+                            "are, the cached ones followed by the new one; no scaling, rounding or "
+                            "recomputing.")
             return ("The returned caches have the right shape but not the right numbers: the old cache "
                     "followed by the new key (value) on the positions axis, torch.cat([k_cache, k_new], "
                     "dim=2), nothing else changed.")
@@ -496,6 +559,11 @@ def check_cached_attention(fn):
         for hint, wrong in _output_mistakes(qn, kn, vn, kc, vc):
             if _same_tensor(got, wrong, 1e-4):
                 return hint
+        gap = _largest_gap(got, right)
+        if gap <= 3e-2 * max(1.0, float(right.abs().max())):
+            return (f"out is close to the full computation but off by up to {gap:.1e}, far more than "
+                    "float32's rounding (about 1e-7 here): compute in the inputs' dtype throughout (no "
+                    "float16 or bfloat16 on the way) and add no small constant to the scores or weights.")
         if number_ > 0:
             return (f"Right with {CACHE_CASES[0][3]} cached positions but not {when}: use the shapes of "
                     "the tensors you are given (q_new.shape[-1] for d_k), no fixed sizes.")
@@ -510,23 +578,45 @@ def check_cached_attention(fn):
 
 @checker
 def check_beam_one(answer_1):
-    """Beam search with k = 1 and greedy decoding: always the same output ("a")."""
+    """Question 1, asked before section 6 measures it: beam search with k = 1 and greedy decoding
+    always write the same answer ("a")."""
     return choice(
         answer_1, "answer_1", "a",
         "With one beam the candidates of a step all extend the same hypothesis, so they have the same "
-        "length and the same lp: the best score is the most probable next token, greedy's choice.",
+        "length and the same lp: the best score is the most probable next token, greedy's choice. The "
+        "next cell measures it on the 500 test sequences.",
         {"b": "The length penalty only reorders hypotheses of different lengths. With one beam every "
-              "candidate of a step has the same length, so dividing by the same lp changes no ranking "
-              "(section 6 shows beam 1 and greedy agree on all 500 test sequences).",
+              "candidate of a step extends the one hypothesis kept, so all have the same length, and "
+              "dividing them by the same lp changes no ranking.",
          "c": "One beam keeps one hypothesis, exactly as greedy does: it cannot come back to a prefix "
-              "it dropped, so it is not better, it is the same search (section 6)."})
+              "it dropped (section 4's toy: beam 1 ends with greedy's a a </s>), so it is not a better "
+              "search, it is the same one."})
 
 
 @checker
-def check_confident_greedy(answer_2):
-    """Greedy chose a token of probability 0.93 at each of 6 steps: beam 4 cannot change it ("a")."""
+def check_temperature_zero(answer_2):
+    """Question 2: sampling with the temperature T → 0 writes greedy decoding's answer ("a")."""
     return choice(
         answer_2, "answer_2", "a",
+        "Dividing the logits by a tiny T stretches every gap between them, so the most likely token's "
+        "probability tends to 1 and all the others to 0: every draw is the argmax, greedy's choice.",
+        {"b": "That is the other end, T → ∞: dividing by a huge T makes all the logits nearly equal, so the "
+              "distribution becomes uniform. A small T does the opposite: compare the plot's T = 0.5 with "
+              "T = 1.",
+         "c": "The order of the tokens stays, but not their probabilities: softmax(z / T) with a small T "
+              "stretches the gaps between the logits, and the largest takes nearly all the probability "
+              "(the plot's T = 0.5 bars against T = 1).",
+         "d": "Sampling keeps no alternative hypotheses: at T → 0 it takes the single most likely token at "
+              "each step, one step at a time. That is greedy decoding, which differs from beam search "
+              "where the model is unsure (section 6, the model of step 500)."})
+
+
+@checker
+def check_confident_greedy(answer_3):
+    """Question 3: greedy chose a token of probability 0.93 at each of 6 steps: beam 4 cannot change
+    it ("a")."""
+    return choice(
+        answer_3, "answer_3", "a",
         "Any other answer leaves greedy's path at some step with a token of probability at most 0.07, "
         "so its log P is at most ln 0.07 = −2.66, while greedy's is 6 · ln 0.93 = −0.44; even the "
         "largest penalty within input + 50 tokens cannot close that gap.",
@@ -538,35 +628,59 @@ def check_confident_greedy(answer_2):
               "stops at input + 50 (section 3 has the formula)."})
 
 
+# Question 4: the base model's decoder (N = 6 layers, h = 8 heads of d_k = 64, each head with its own
+# keys and values), one sequence, 100 target positions, float32.
+CACHE_BYTES = 2 * 6 * 8 * 64 * 100 * 4
+
+
+def _cache_bytes_mistakes():
+    """(wrong answer, hint): what each typical slip gives. Where two slips give the same number,
+    the hint names both, since the number alone cannot tell them apart."""
+    right = CACHE_BYTES
+    return [
+        (right / 4, "That is the number of numbers, 2 · N · h · d_k · n; in float32 each takes 4 bytes."),
+        (right / 2, "Half the answer: either the keys without the values (the factor 2 in 2 · N · h · d_k "
+                    "counts both), or 2 bytes per number (float16); float32 takes 4."),
+        (right * 2, "Twice the answer: either you counted the encoder's 6 layers too (the cache belongs to "
+                    "the decoder; the encoder runs once and keeps nothing per generated token), or 8 bytes "
+                    "per number (float64); float32 takes 4."),
+        (right / 8, "One eighth of the answer: either one head instead of 8 (each layer keeps the keys and "
+                    "values of all its h = 8 heads, 8 · 64 numbers each per position), or you divided by 8 "
+                    "to turn bits into bytes, though the 4 bytes of a float32 are already bytes."),
+        (right * 8, "8 times the answer: either the 8 heads counted twice (d_model = 512 is already "
+                    "h · d_k = 8 · 64: use one or the other), or bits instead of bytes (8 bits a byte)."),
+        (right // 100 * 101, "That counts 101 positions: the cache holds one key and one value per "
+                             "position read so far, 100 of them here, <s> among them; not one more."),
+        (right // 100 * 99, "That counts 99 positions: the cache holds one key and one value for each of "
+                            "the 100 positions, the first (<s>) included."),
+        (right / 1024, "That is in kibibytes (KiB): the question asks for bytes."),
+        (right / 1e3, "That is in kilobytes (kB): the question asks for bytes."),
+        (right / 1024 ** 2, "That is in mebibytes (MiB): the question asks for bytes."),
+        (right / 1e6, "That is in megabytes (MB): the question asks for bytes."),
+    ]
+
+
 @checker
-def check_cache_bytes(answer_3):
-    """Bytes of the decoder's self-attention KV cache of the base model (N = 6, d_model = 512) for
-    one sequence of 100 target tokens in float32: 2 · 6 · 100 · 512 · 4 = 2,457,600."""
-    value = number(answer_3, "answer_3")
-    right = 2 * 6 * 100 * 512 * 4
+def check_cache_bytes(answer_4):
+    """Bytes of the decoder's self-attention KV cache of the base model (N = 6, h = 8 heads of
+    d_k = 64) for one sequence of 100 target positions in float32: 2 · 6 · 8 · 64 · 100 · 4 =
+    2,457,600."""
+    if isinstance(answer_4, torch.Tensor) and answer_4.dtype == torch.float16 and bool(
+            torch.isinf(answer_4).any()):
+        return ("answer_4 overflowed float16, which holds numbers up to 65,504: write the answer as a "
+                "plain Python number (an int).")
+    value = number(answer_4, "answer_4")
+    right = CACHE_BYTES
     if close(value, right, 0.5):
-        return Passed("2 (keys and values) · 6 layers · 100 positions · 512 numbers · 4 bytes: about "
-                      "2.5 MB for one sequence, growing by 24 KB per token.")
-    hints = {
-        2 * 6 * 100 * 512: "That is the number of numbers; in float32 each takes 4 bytes.",
-        6 * 100 * 512 * 4: "Half the answer: either the keys without the values (the factor 2 in "
-                           "2 · N · n · d_model counts both), or 2 bytes per number (float16); "
-                           "float32 takes 4.",
-        2 * 12 * 100 * 512 * 4: "The cache belongs to the decoder's 6 layers: the encoder runs once and "
-                                "keeps nothing per generated token (section 7).",
-        2 * 6 * 100 * 64 * 4: "Each layer keeps all its heads: 8 heads of d_k = 64 make d_model = 512 "
-                              "numbers per position for the keys, as many for the values.",
-        2 * 6 * 100 * 512 * 8 * 4: "The 8 heads are already in d_model = 512 (8 · 64): do not multiply "
-                                   "by the heads again.",
-        2 * 6 * 100 * 512 * 4 / 1024: "That is in kibibytes: the question asks for bytes.",
-        2 * 6 * 100 * 512 * 4 / 1e3: "That is in kilobytes: the question asks for bytes.",
-        2 * 6 * 100 * 512 * 4 / 1e6: "That is in megabytes: the question asks for bytes.",
-    }
-    for wrong, hint in hints.items():
+        return Passed("2 (keys and values) · 6 layers · 8 heads · 64 numbers · 100 positions · 4 bytes: "
+                      "about 2.5 MB for one sequence, growing by 24,576 bytes per token.")
+    for wrong, hint in _cache_bytes_mistakes():
         if close(value, wrong, 0.5 if wrong > 100 else 1e-3):
             return hint
     if abs(value - right) <= 0.05 * right:
-        return ("Close, but give the exact number of bytes: 2 · N · n · d_model numbers of 4 bytes "
-                "each, with no rounding.")
-    return ("Use notebook 06's count per token, 2 · N · d_model numbers (keys and values, every decoder "
-            "layer), times 100 positions, times 4 bytes per float32 number (section 7).")
+        return ("Close, but give the exact number of bytes: 2 · N · h · d_k numbers per position (keys "
+                "and values, every decoder layer, every head), times 100 positions, times 4 bytes per "
+                "float32 number, with no rounding.")
+    return ("Use notebook 06's count per token, 2 · N · h_kv · d_k numbers (keys and values, every decoder "
+            "layer, every key-value head; in the base model every head has its own, h_kv = h = 8), times "
+            "100 positions, times 4 bytes per float32 number (this notebook's section 8).")
