@@ -13,6 +13,7 @@ from helpers.checks.norms import (
 )
 from helpers.norms import layer_norm, rms_norm
 from printed import printed
+from tests.fuzz import assert_survives, wrong_functions, wrong_tensors
 
 
 def test_layer_norm_of_1_2_3_6_by_hand():
@@ -296,3 +297,67 @@ def test_half_precision_with_a_mistake_names_the_mistake(capsys):
     def in_float64(x, g, b, eps):
         return ln_right_by_hand(x.double(), g, b, eps)
     assert printed(capsys, check_layer_norm, in_float64) == PASSED
+
+
+# --- fuzz: the checkers never fail on their own code (tests/fuzz.py) -------------------------
+
+ODD = [None, ..., "nan", "", True, 3, -1e300, float("nan"), float("inf"), [0.0], (0.0, 1.0), {"a": 1},
+       torch.tensor([]), torch.tensor(1 + 2j), layer_norm, object()]
+
+
+@pytest.mark.parametrize("label, fn", wrong_functions(ln_right_by_hand))
+def test_check_layer_norm_survives_wrong_functions(label, fn, capsys):
+    line = assert_survives(capsys, check_layer_norm, fn)
+    assert not line.startswith(PASSED) or label in ("float64", "float32", "relative 1e-4", "squeezed"), line
+
+
+@pytest.mark.parametrize("label, fn", wrong_functions(rms_right_by_hand))
+def test_check_rms_norm_survives_wrong_functions(label, fn, capsys):
+    line = assert_survives(capsys, check_rms_norm, fn)
+    assert not line.startswith(PASSED) or label in ("float64", "float32", "relative 1e-4", "squeezed"), line
+
+
+@pytest.mark.parametrize("value", ODD)
+def test_norm_checks_survive_odd_values(value, capsys):
+    for check in (check_layer_norm, check_rms_norm):
+        assert_survives(capsys, check, value)
+        assert_survives(capsys, check, lambda *args, v=value: v)
+
+
+def test_norm_checks_survive_random_perturbations(capsys):
+    g = torch.Generator().manual_seed(2)
+    for scale in (1e-7, 1e-4, 1e-2, 1.0, 1e3):
+        def noisy_ln(x, gamma, beta, eps, s=scale):
+            out = ln_right_by_hand(x, gamma, beta, eps)
+            return out + s * torch.randn(out.shape, generator=g)
+
+        def noisy_rms(x, gamma, eps, s=scale):
+            out = rms_right_by_hand(x, gamma, eps)
+            return out * (1 + s * torch.randn(out.shape, generator=g))
+        assert_survives(capsys, check_layer_norm, noisy_ln)
+        assert_survives(capsys, check_rms_norm, noisy_rms)
+
+
+@pytest.mark.parametrize("label, value", wrong_tensors(torch.tensor(-1.069)) + [(repr(v), v) for v in ODD])
+def test_check_predictions_survives_wrong_values(label, value, capsys):
+    assert_survives(capsys, check_predictions, value, 0.0)
+    assert_survives(capsys, check_predictions, -1.069, value)
+
+
+def test_check_predictions_survives_numbers_near_the_answers(capsys):
+    g = torch.Generator().manual_seed(3)
+    for _ in range(50):
+        a, b = -1.069 * (1 + 0.1 * torch.randn(1, generator=g).item()), torch.randn(1, generator=g).item()
+        assert_survives(capsys, check_predictions, a, b)
+
+
+@pytest.mark.parametrize("value", ODD + ["a", " B ", "a, b", {"a", "d"}, ["d"], set(), 5.0625,
+                                   torch.tensor(5.06)])
+def test_norm_questions_survive_anything(value, capsys):
+    for check in (check_batch_of_one_question, check_what_moves_layer_norm, check_shortcut_factor):
+        assert_survives(capsys, check, value)
+
+
+@pytest.mark.parametrize("label, value", wrong_tensors(torch.tensor(5.0625)))
+def test_shortcut_factor_survives_wrong_tensors(label, value, capsys):
+    assert_survives(capsys, check_shortcut_factor, value)

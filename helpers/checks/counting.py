@@ -292,11 +292,17 @@ MODERN_CONFIGS = [
 ]
 
 
+_MODERN_COUNTS = {}
+
+
 def modern_count(config):
     """The checker's count: modules with the config's shapes, built on the meta device and
-    counted (equal to helpers.counting.smollm2_params, tested)."""
-    with torch.device("meta"):
-        return counting.count(counting.llama_modules(**counting.llama_sizes(config)))
+    counted (equal to helpers.counting.smollm2_params, tested); each configuration built once."""
+    key = tuple(sorted(counting.llama_sizes(config).items()))
+    if key not in _MODERN_COUNTS:
+        with torch.device("meta"):
+            _MODERN_COUNTS[key] = counting.count(counting.llama_modules(**counting.llama_sizes(config)))
+    return _MODERN_COUNTS[key]
 
 
 def _modern_slips(config):
