@@ -13,9 +13,12 @@ from helpers.layers import EncoderLayer
 
 
 class GPT2(nn.Module):
-    """GPT2(vocab, context, d_model, h, n_layers): ids (batch, n) -> next-token logits (batch, n, vocab)."""
+    """GPT2(vocab, context, d_model, h, n_layers): ids (batch, n) -> next-token logits (batch, n, vocab).
 
-    def __init__(self, vocab, context, d_model, h, n_layers, d_ff=None, p=0.1):
+    d_ff defaults to 4 · d_model; p_drop is the dropout rate P_drop (on the embeddings and every
+    sublayer's output)."""
+
+    def __init__(self, vocab, context, d_model, h, n_layers, d_ff=None, p_drop=0.1):
         super().__init__()
         d_ff = 4 * d_model if d_ff is None else d_ff
         self.token = nn.Embedding(vocab, d_model)          # also the output layer (tied)
@@ -23,10 +26,10 @@ class GPT2(nn.Module):
         nn.init.normal_(self.token.weight, std=0.02)
         nn.init.normal_(self.position.weight, std=0.01)
         self.blocks = nn.ModuleList(
-            EncoderLayer(d_model, h, d_ff, p, norm_first=True, activation="gelu")
+            EncoderLayer(d_model, h, d_ff, p_drop, norm_first=True, activation="gelu")
             for _ in range(n_layers))
         self.norm = nn.LayerNorm(d_model)                  # pre-norm needs a final norm
-        self.dropout = nn.Dropout(p)
+        self.dropout = nn.Dropout(p_drop)
 
     def forward(self, ids):
         n = ids.shape[1]

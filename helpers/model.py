@@ -18,6 +18,9 @@ class Transformer(nn.Module):
 
     ``encode(src)`` gives the memory, ``decode(tgt, memory, src)`` the logits (batch, n, vocab).
     With ``p`` the dropout on the embeddings and on every sublayer's output (paper §5.4).
+    The position table is computed once, as a buffer of ``max_len`` rows, so inputs are limited to
+    ``max_len`` positions (256); a larger ``max_len`` lifts the limit with nothing to train (the
+    buffer is not saved with the weights, which load unchanged).
     """
 
     def __init__(self, vocab, d, h, d_ff, n_layers, p=0.1, pad=0, max_len=256, norm_first=False):

@@ -12,7 +12,9 @@ from torch import nn
 
 from helpers import counting
 from helpers.checks.counting import (MODERN_CONFIGS, check_cache_or_weights, check_changed_choices,
-                                     check_modern_count, check_my_config, check_width_factor)
+                                     check_german_model, check_gpu_share, check_modern_count,
+                                     check_my_config, check_width_factor)
+from helpers.counting import llama_modules, llama_sizes, smollm2_params
 
 SMOL_360M = counting.SMOLLM2_360M_CONFIG
 
@@ -252,3 +254,85 @@ def test_gpt2_style_ffn_is_named_not_taken_for_two_slips():
 
     line = said(check_modern_count, gpt2_ffn)
     assert "4 · hidden_size" in line and "two slips" not in line, line
+
+
+# --- issue 21: a rounded count, the reference itself, question 4 ------------------------------
+
+def test_table_3s_rounded_count_is_named_and_only_it():
+    deep = dict(vocab=37_000, d_model=512, h=8, d_ff=2048, N=8)          # Table 3: "80" million
+    right = counting.transformer_params(**deep)
+    line = said(check_my_config, deep, 80_000_000)
+    assert "rounded to millions" in line and "recount" not in line, line
+    assert "not in millions" in said(check_my_config, deep, 80)
+    line = said(check_my_config, deep, round(right, -3))                # their own count, rounded
+    assert "rounded" in line and "thousands" in line, line
+    assert said(check_my_config, deep, right) == "Check passed."
+    for wrong, words in ((right + 37_000 * 512, "separate output"),     # neighbouring mistakes
+                         (right - 8 * 1_050_624, "two attentions"),
+                         (right + 12_345, "recount")):
+        line = said(check_my_config, deep, wrong)
+        assert words in line and "rounded" not in line, (wrong, line)
+    far = said(check_my_config, deep, 120_000_000)                      # round, but far: not Table 3's
+    assert "rounded" not in far and "recount" in far, far
+
+
+def test_german_rounded_total_is_named():
+    line = said(check_german_model, 77_000_000, None)
+    assert "rounded to millions" in line, line
+    line = said(check_german_model, 76_906_000, None)
+    assert "rounded" in line and "thousands" in line, line
+    assert "three matrices" in said(check_german_model, 93_290_496, None)
+
+
+def test_modern_count_calling_the_reference_is_named():
+    """Written as in a notebook, where the imports are the function's globals."""
+    def via_formula(config):
+        return counting.smollm2_params(**counting.llama_sizes(config))
+
+    def via_import(config):
+        return smollm2_params(**llama_sizes(config))
+
+    def via_modules(config):
+        with torch.device("meta"):
+            return counting.count(llama_modules(**llama_sizes(config)))
+
+    for fn, name in ((via_formula, "smollm2_params"), (via_import, "smollm2_params"),
+                     (via_modules, "llama_modules")):
+        line = said(check_modern_count, fn)
+        assert "the very reference" in line and name in line, line
+    # the reference is usable again afterwards, and a right answer of one's own still passes
+    assert counting.smollm2_params(**counting.SMOLLM2_135M) == 134_515_008
+    assert said(check_modern_count, by_formula).startswith("Check passed.")
+
+
+def share_right():
+    return 6 * 350e6 * 100_000 * 20_000 / (30 * 3600 * 8 * 20e12)
+
+
+SHARE_WORDS = ("8 GPUs", "hours", "minutes", "forward pass only", "two slips", "halved the tokens",
+               "upside down", "percentage", "not quite")
+
+
+@pytest.mark.parametrize("answer, words", [
+    (6 * 350e6 * 100_000 * 20_000 / (30 * 3600 * 20e12), "8 GPUs"),              # no GPUs
+    (6 * 350e6 * 100_000 * 20_000 / (30 * 8 * 20e12), "hours"),                   # hours
+    (6 * 350e6 * 100_000 * 20_000 / (30 * 60 * 8 * 20e12), "minutes"),            # minutes
+    (2 * 350e6 * 100_000 * 20_000 / (30 * 3600 * 8 * 20e12), "forward pass only"),  # 2 FLOPs
+    (2 * 350e6 * 100_000 * 20_000 / (30 * 3600 * 20e12), "two slips"),
+    (6 * 350e6 * 50_000 * 20_000 / (30 * 3600 * 8 * 20e12), "halved the tokens"),
+    ((30 * 3600 * 8 * 20e12) / (6 * 350e6 * 100_000 * 20_000), "upside down"),
+    (100 * 6 * 350e6 * 100_000 * 20_000 / (30 * 3600 * 8 * 20e12), "percentage"),
+    (0.5, "not quite"),
+])
+def test_question_gpu_share_names_each_mistake(answer, words):
+    line = said(check_gpu_share, answer)
+    assert not line.startswith("Check passed.") and words in line, (answer, line)
+    others = [w for w in SHARE_WORDS if w != words and w not in ("8 GPUs", "forward pass only")]
+    assert not any(w in line for w in others), line     # only its own hint (two slips names both)
+
+
+def test_question_gpu_share_passes():
+    for answer in (share_right(), 0.24, 0.243, torch.tensor(share_right())):
+        assert said(check_gpu_share, answer).startswith("Check passed."), answer
+    assert said(check_gpu_share, None).startswith("Not answered yet")
+    assert round(share_right(), 3) == 0.243

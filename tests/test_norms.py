@@ -13,6 +13,7 @@ from helpers.checks.norms import (
 )
 from helpers.norms import layer_norm, rms_norm
 from printed import printed
+from tests.fuzz import assert_survives, wrong_functions, wrong_tensors
 
 
 def test_layer_norm_of_1_2_3_6_by_hand():
@@ -102,7 +103,7 @@ LAYER_NORM_MISTAKES = {
 }
 
 
-@pytest.mark.parametrize("fn", [layer_norm, ln_right_by_hand, ln_right_with_torch, ln_right_with_var])
+@pytest.mark.parametrize("fn", [ln_right_by_hand, ln_right_with_var])
 def test_check_layer_norm_passes_right_functions(fn, capsys):
     assert printed(capsys, check_layer_norm, fn) == PASSED
 
@@ -143,8 +144,7 @@ RMS_NORM_MISTAKES = {
 }
 
 
-@pytest.mark.parametrize("fn", [rms_norm, rms_right_by_hand, rms_right_with_rsqrt,
-                                lambda x, g, eps: torch.nn.functional.rms_norm(x, x.shape[-1:], g, eps)])
+@pytest.mark.parametrize("fn", [rms_right_by_hand, rms_right_with_rsqrt])
 def test_check_rms_norm_passes_right_functions(fn, capsys):
     assert printed(capsys, check_rms_norm, fn) == PASSED
 
@@ -163,7 +163,7 @@ def ln_placeholder(x, gamma, beta, eps=1e-5):
 
 def ln_prints(x, g, b, eps):
     print("debugging", x.shape)
-    return layer_norm(x, g, b, eps)
+    return ln_right_by_hand(x, g, b, eps)
 
 
 def ln_raises(x, g, b, eps):
@@ -224,3 +224,140 @@ def test_shortcut_factor_question(capsys):
         line = printed(capsys, check_shortcut_factor, wrong)
         assert not line.startswith(PASSED) and words in line and "section 6" in line, line
     assert printed(capsys, check_shortcut_factor, None).startswith("Not answered yet")
+
+
+# --- issue 21: the reference itself, a tuple, half precision ----------------------------------
+
+@pytest.mark.parametrize("fn, label", [
+    (ln_right_with_torch, "F.layer_norm"),
+    (lambda x, g, b, eps: layer_norm(x, g, b, eps), "helpers.norms.layer_norm"),
+    (lambda x, g, b, eps: torch.nn.LayerNorm(x.shape[-1], eps=eps)(x) * g + b, "nn.LayerNorm"),
+    (lambda x, g, b, eps: torch.layer_norm(x, x.shape[-1:], g, b, eps), "torch.layer_norm"),
+])
+def test_check_layer_norm_names_the_reference(fn, label, capsys):
+    line = printed(capsys, check_layer_norm, fn)
+    assert "the very reference" in line and label in line, line
+
+
+@pytest.mark.parametrize("fn, label", [
+    (lambda x, g, eps: torch.nn.functional.rms_norm(x, x.shape[-1:], g, eps), "F.rms_norm"),
+    (lambda x, g, eps: rms_norm(x, g, eps), "helpers.norms.rms_norm"),
+    (lambda x, g, eps: torch.nn.RMSNorm(x.shape[-1], eps=eps)(x) * g, "nn.RMSNorm"),
+])
+def test_check_rms_norm_names_the_reference(fn, label, capsys):
+    line = printed(capsys, check_rms_norm, fn)
+    assert "the very reference" in line and label in line, line
+
+
+def test_the_references_work_again_after_a_check(capsys):
+    printed(capsys, check_layer_norm, ln_right_with_torch)
+    x = torch.randn(2, 4)
+    mine = layer_norm(x, torch.ones(4), torch.zeros(4))
+    assert torch.allclose(torch.nn.functional.layer_norm(x, (4,)), mine, atol=1e-6)
+    assert torch.allclose(torch.nn.LayerNorm(4)(x), mine, atol=1e-6)
+
+
+def ln_with_stats(x, g, b, eps):
+    """Returns the statistics too, as (output, mean, variance)."""
+    mu = x.mean(-1, keepdim=True)
+    var = ((x - mu) ** 2).mean(-1, keepdim=True)
+    return g * (x - mu) / torch.sqrt(var + eps) + b, mu, var
+
+
+@pytest.mark.parametrize("check, fn", [
+    (check_layer_norm, ln_with_stats),
+    (check_layer_norm, lambda x, g, b, eps: (ln_right_by_hand(x, g, b, eps),)),
+    (check_rms_norm, lambda x, g, eps: (rms_right_by_hand(x, g, eps), (x * x).mean(-1))),
+])
+def test_a_tuple_gets_a_norm_hint_not_attention_advice(check, fn, capsys):
+    line = printed(capsys, check, fn)
+    assert "should be one tensor" in line and "not μ or σ²" in line, line
+    assert "MultiheadAttention" not in line and "weights" not in line, line
+
+
+@pytest.mark.parametrize("check, fn, dtype", [
+    (check_layer_norm, lambda x, g, b, eps: ln_right_by_hand(x.half(), g.half(), b.half(), eps), "float16"),
+    (check_layer_norm, lambda x, g, b, eps: ln_right_by_hand(x, g, b, eps).bfloat16(), "bfloat16"),
+    (check_rms_norm, lambda x, g, eps: rms_right_by_hand(x.bfloat16(), g.bfloat16(), eps), "bfloat16"),
+])
+def test_half_precision_is_told_to_compute_in_float32(check, fn, dtype, capsys):
+    line = printed(capsys, check, fn)
+    assert f"returns a {dtype} tensor: compute in float32" in line, line
+
+
+def test_half_precision_with_a_mistake_names_the_mistake(capsys):
+    def d_minus_1_in_float16(x, g, b, eps):
+        x, g, b = x.half(), g.half(), b.half()
+        return g * (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) + b
+
+    line = printed(capsys, check_layer_norm, d_minus_1_in_float16)
+    assert "d − 1" in line and "float32" not in line, line
+    line = printed(capsys, check_layer_norm, lambda x, g, b, eps: (2 * x).half())   # wrong, and float16
+    assert line.startswith("Not LayerNorm yet") and "float16 tensor: compute in float32" in line, line
+    def in_float64(x, g, b, eps):
+        return ln_right_by_hand(x.double(), g, b, eps)
+    assert printed(capsys, check_layer_norm, in_float64) == PASSED
+
+
+# --- fuzz: the checkers never fail on their own code (tests/fuzz.py) -------------------------
+
+ODD = [None, ..., "nan", "", True, 3, -1e300, float("nan"), float("inf"), [0.0], (0.0, 1.0), {"a": 1},
+       torch.tensor([]), torch.tensor(1 + 2j), layer_norm, object()]
+
+
+@pytest.mark.parametrize("label, fn", wrong_functions(ln_right_by_hand))
+def test_check_layer_norm_survives_wrong_functions(label, fn, capsys):
+    line = assert_survives(capsys, check_layer_norm, fn)
+    assert not line.startswith(PASSED) or label in ("float64", "float32", "relative 1e-4", "squeezed"), line
+
+
+@pytest.mark.parametrize("label, fn", wrong_functions(rms_right_by_hand))
+def test_check_rms_norm_survives_wrong_functions(label, fn, capsys):
+    line = assert_survives(capsys, check_rms_norm, fn)
+    assert not line.startswith(PASSED) or label in ("float64", "float32", "relative 1e-4", "squeezed"), line
+
+
+@pytest.mark.parametrize("value", ODD)
+def test_norm_checks_survive_odd_values(value, capsys):
+    for check in (check_layer_norm, check_rms_norm):
+        assert_survives(capsys, check, value)
+        assert_survives(capsys, check, lambda *args, v=value: v)
+
+
+def test_norm_checks_survive_random_perturbations(capsys):
+    g = torch.Generator().manual_seed(2)
+    for scale in (1e-7, 1e-4, 1e-2, 1.0, 1e3):
+        def noisy_ln(x, gamma, beta, eps, s=scale):
+            out = ln_right_by_hand(x, gamma, beta, eps)
+            return out + s * torch.randn(out.shape, generator=g)
+
+        def noisy_rms(x, gamma, eps, s=scale):
+            out = rms_right_by_hand(x, gamma, eps)
+            return out * (1 + s * torch.randn(out.shape, generator=g))
+        assert_survives(capsys, check_layer_norm, noisy_ln)
+        assert_survives(capsys, check_rms_norm, noisy_rms)
+
+
+@pytest.mark.parametrize("label, value", wrong_tensors(torch.tensor(-1.069)) + [(repr(v), v) for v in ODD])
+def test_check_predictions_survives_wrong_values(label, value, capsys):
+    assert_survives(capsys, check_predictions, value, 0.0)
+    assert_survives(capsys, check_predictions, -1.069, value)
+
+
+def test_check_predictions_survives_numbers_near_the_answers(capsys):
+    g = torch.Generator().manual_seed(3)
+    for _ in range(50):
+        a, b = -1.069 * (1 + 0.1 * torch.randn(1, generator=g).item()), torch.randn(1, generator=g).item()
+        assert_survives(capsys, check_predictions, a, b)
+
+
+@pytest.mark.parametrize("value", ODD + ["a", " B ", "a, b", {"a", "d"}, ["d"], set(), 5.0625,
+                                   torch.tensor(5.06)])
+def test_norm_questions_survive_anything(value, capsys):
+    for check in (check_batch_of_one_question, check_what_moves_layer_norm, check_shortcut_factor):
+        assert_survives(capsys, check, value)
+
+
+@pytest.mark.parametrize("label, value", wrong_tensors(torch.tensor(5.0625)))
+def test_shortcut_factor_survives_wrong_tensors(label, value, capsys):
+    assert_survives(capsys, check_shortcut_factor, value)

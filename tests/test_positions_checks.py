@@ -10,6 +10,7 @@ import math
 import pytest
 import torch
 
+import helpers.positions
 from helpers.checks import PASSED
 from helpers.checks.positions import (
     check_default_init_question,
@@ -19,6 +20,7 @@ from helpers.checks.positions import (
     check_table_shape_question,
     check_wavelength,
 )
+from helpers.positions import sinusoidal_positions
 from printed import printed
 
 
@@ -209,3 +211,98 @@ def test_default_init_question(capsys):
         line = said(capsys, check_default_init_question, wrong)
         assert not line.startswith(PASSED) and words in line and "section 5" in line, line
     assert said(capsys, check_default_init_question, None).startswith("Not answered yet")
+
+
+# --- issue 21: each hint names its own mistake only -------------------------------------------
+
+@pytest.mark.parametrize("a, b, words, not_words", [
+    (math.sin(2 / 64), math.cos(2 / 64), "divided the position by d_model", "degrees"),
+    (0.031, 0.9995, "divided the position by d_model", "degrees"),
+    (0.0312, 1.0, "divided the position by d_model", "degrees"),
+    (0.035, 0.999, "You used degrees", "d_model (2 / 64)"),
+    (math.sin(math.radians(2)), 0.9994, "You used degrees", "d_model (2 / 64)"),
+    (0.03, 1.0, "2° = 0.035 rad, or 2 / 64", "You used degrees"),      # two decimals: either one
+    (0.909, math.cos(math.radians(2)), "tiny angle", "You used degrees"),
+    (0.909, math.cos(2 / 64), "tiny angle", "divided the position"),
+    (0.909, 0.9975, "i = 1 // 2 = 0", "tiny angle"),                  # sin of pair 1's angle
+    (0.909, 1.0, "sine of the pair i = 1's angle", "You used"),        # two decimals: either one
+    (0.5, -0.416, "PE(2, 0) is off", "tiny angle"),
+])
+def test_pe_2_tiny_angles(a, b, words, not_words, capsys):
+    line = said(capsys, check_pe_2, a, b)
+    assert words in line and not_words not in line, line
+
+
+def no_column(n, d):
+    """The positions left as a row: pos / divisors cannot broadcast."""
+    pos = torch.arange(n, dtype=torch.float)
+    angle = pos / 10000 ** (torch.arange(0, d, 2, dtype=torch.float) / d)
+    table = torch.zeros(n, d)
+    table[:, 0::2] = torch.sin(angle)
+    table[:, 1::2] = torch.cos(angle)
+    return table
+
+
+def row_of_positions(n, d):
+    pos = torch.arange(n, dtype=torch.float)[None, :]                    # (1, n): a row again
+    angle = pos / torch.pow(10000.0, torch.arange(0, d, 2) / d)
+    return torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1).reshape(n, d)
+
+
+def divisors_for_every_column(n, d):
+    """A shape error of another kind: (n, d) angles assigned to d/2 columns."""
+    pos = torch.arange(n, dtype=torch.float).unsqueeze(1)
+    angle = pos / 10000 ** (torch.arange(d, dtype=torch.float) / d)
+    table = torch.zeros(n, d)
+    table[:, 0::2] = torch.sin(angle)
+    return table
+
+
+@pytest.mark.parametrize("fn", [no_column, row_of_positions])
+def test_table_check_names_a_missing_unsqueeze(fn, capsys):
+    line = said(capsys, check_sinusoidal_positions, fn)
+    assert "unsqueeze(1)" in line and "a row of 50 positions" in line and "raised" in line, line
+
+
+@pytest.mark.parametrize("fn", [divisors_for_every_column, raises])
+def test_other_shape_errors_are_not_called_a_missing_unsqueeze(fn, capsys):
+    line = said(capsys, check_sinusoidal_positions, fn)
+    assert "raised RuntimeError" in line and "unsqueeze" not in line, line
+
+
+def in_dtype(dtype, mistake=None):
+    def table(n, d):
+        pos = torch.arange(n, dtype=dtype).unsqueeze(1)
+        angle = pos / 10000 ** (torch.arange(0, d, 2, dtype=dtype) / d)
+        out = torch.zeros(n, d, dtype=dtype)
+        first, second = (torch.cos, torch.sin) if mistake == "swapped" else (torch.sin, torch.cos)
+        out[:, 0::2], out[:, 1::2] = first(angle), second(angle)
+        return out
+    return table
+
+
+@pytest.mark.parametrize("fn, words", [
+    (in_dtype(torch.float16), "float16 table: compute it in float32"),
+    (in_dtype(torch.bfloat16), "bfloat16 table: compute it in float32"),
+    (lambda n, d: right_vectorised(n, d).half(), "float16 table"),
+    (in_dtype(torch.float16, "swapped"), "swapped"),
+    (in_dtype(torch.bfloat16, "swapped"), "swapped"),
+])
+def test_table_check_half_precision(fn, words, capsys):
+    line = said(capsys, check_sinusoidal_positions, fn)
+    assert words in line, line
+    if words == "swapped":
+        assert "float32" not in line, line
+
+
+def test_table_check_float64_passes(capsys):
+    assert said(capsys, check_sinusoidal_positions, in_dtype(torch.float64)) == PASSED
+
+
+def test_table_check_calling_the_reference_is_named(capsys):
+    """Written as in a notebook, where the imports are the function's globals."""
+    for fn in (lambda n, d: sinusoidal_positions(n, d),
+               lambda n, d: helpers.positions.sinusoidal_positions(n, d).clone()):
+        line = said(capsys, check_sinusoidal_positions, fn)
+        assert "the very reference" in line and "sinusoidal_positions" in line, line
+    assert torch.equal(sinusoidal_positions(3, 4), right_vectorised(3, 4))    # usable again

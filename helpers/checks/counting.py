@@ -1,5 +1,7 @@
 """Checks for notebook 06 (parameter count)."""
 
+import sys
+
 import torch
 
 from helpers import counting
@@ -11,8 +13,9 @@ PAPER_BASE = 65_000_000            # Table 3 of the paper, rounded
 def _whole(x, name, expected):
     """x as an int, or raise Hint (a count in millions, a fraction)."""
     value = number(x, name)
-    if 0 < value < 100_000 and abs(value * 1e6 - expected) < 1e6:
-        raise Hint(f"give {name} as the exact number of parameters (like 63_082_496), not in millions.")
+    if 0 < value < 100_000 and abs(value * 1e6 - expected) < 0.1 * expected:
+        raise Hint(f"give {name} as the exact number of parameters from your formulas (like 63_082_496), "
+                   "not in millions.")
     if not value.is_integer():
         raise Hint(f"{name} should be a whole number of parameters, got {value}.")
     return int(value)
@@ -83,6 +86,9 @@ def check_german_model(total=None, gap=None):
         return hint
     if abs(total - (GERMAN - PAPER_BASE)) < 1e6:
         return "that looks like the gap: german_total is the whole count, the gap goes second."
+    rounded = _rounded_hint(total, GERMAN, "german_total")
+    if rounded:
+        return rounded
     if total != GERMAN:
         return ("not the German model's count: the layers are the base model's, plus one "
                 "32,000 × 512 matrix per language (the output layer reuses the German one).")
@@ -188,6 +194,22 @@ def _formula(kind, s):
     return counting.gpt2_params(**s)
 
 
+def _rounded_hint(count, actual, name):
+    """The hint for a count that is a rounded number near the right one, or None.
+
+    A whole number of millions within 10 % is a count like Table 3's (80 million for N = 8),
+    rounded by the paper; a multiple of 1,000 within 1 % is the learner's own count, rounded.
+    """
+    if count % 1_000_000 == 0 and abs(count - actual) <= 0.1 * actual:
+        return (f"{name} = {count:,} is rounded to millions, as the paper rounds the counts of Table 3 "
+                "(65 million, 80 million for N = 8): give the exact count your formulas compute "
+                "(section 1 gives 63,082,496 for the paper's 65 million).")
+    if count % 1_000 == 0 and abs(count - actual) <= 0.01 * actual:
+        return (f"close, but rounded: give {name} exactly as your formulas compute it, to the last "
+                "parameter (like 63_082_496), not rounded to thousands.")
+    return None
+
+
 @checker
 def check_my_config(config=None, count=None):
     """config: a dict of sizes (a 2017 model, or model="gpt2"); count: its parameter count."""
@@ -240,6 +262,9 @@ def check_my_config(config=None, count=None):
     hint = _diagnose(diff, slips)
     if hint:
         return hint
+    rounded = _rounded_hint(count, actual, "my_count")
+    if rounded:
+        return rounded
     return (f"the model built from my_config has {'fewer' if diff > 0 else 'more'} parameters than "
             "my_count: recount piece by piece (attention 4d² + 4d, FFN 2·d·d_ff + d_ff + d, 2d per "
             "LayerNorm, the embeddings).")
@@ -267,11 +292,17 @@ MODERN_CONFIGS = [
 ]
 
 
+_MODERN_COUNTS = {}
+
+
 def modern_count(config):
     """The checker's count: modules with the config's shapes, built on the meta device and
-    counted (equal to helpers.counting.smollm2_params, tested)."""
-    with torch.device("meta"):
-        return counting.count(counting.llama_modules(**counting.llama_sizes(config)))
+    counted (equal to helpers.counting.smollm2_params, tested); each configuration built once."""
+    key = tuple(sorted(counting.llama_sizes(config).items()))
+    if key not in _MODERN_COUNTS:
+        with torch.device("meta"):
+            _MODERN_COUNTS[key] = counting.count(counting.llama_modules(**counting.llama_sizes(config)))
+    return _MODERN_COUNTS[key]
 
 
 def _modern_slips(config):
@@ -345,13 +376,21 @@ def _as_count(x, expected):
     return int(value)
 
 
+# What check_modern_count compares with: a function that calls one of these counts nothing itself.
+REFERENCES = [(counting, "smollm2_params", "helpers.counting.smollm2_params"),
+              (counting, "llama_modules", "helpers.counting.llama_modules"),
+              (sys.modules[__name__], "modern_count", "helpers.checks.counting.modern_count")]
+
+
 @checker
 def check_modern_count(fn=None):
     """The learner's my_modern_count(config) against models built from four configurations."""
     results = []
     for label, config in MODERN_CONFIGS:
         right = modern_count(config)
-        got = _as_count(call(fn, "my_modern_count(config)", dict(config)), right)
+        got = _as_count(call(fn, "my_modern_count(config)", dict(config), reference=REFERENCES,
+                             instead="count each piece of a layer from config's sizes, as section 5 "
+                                     "did for SmolLM2-135M."), right)
         results.append(got)
         if got == right:
             continue
@@ -438,3 +477,48 @@ def check_width_factor(answer=None):
                 "doubles, and the number of layers does not change (section 3).")
     return ("count one layer's matrices (4 of d × d, 2 of d × 4d) and see what doubling d does to "
             "each (section 3's width table).")
+
+
+# Question 4: the share of the GPUs' capacity that a training run's arithmetic used (section 8).
+# A decoder-only model (every token passes through every parameter), 350 million parameters,
+# 20,000 steps of 100,000 tokens, on 8 GPUs of 20 TFLOPS each, in 30 hours.
+Q4 = dict(params=350e6, tokens=100_000, steps=20_000, gpus=8, flops_per_gpu=20e12, hours=30)
+
+
+def gpu_share(params, tokens, steps, gpus, flops_per_gpu, hours, flops_per_token=6):
+    """The rule of thumb's work (6 FLOPs per parameter per token) over Table 2's capacity
+    (seconds × GPUs × FLOP/s per GPU)."""
+    return flops_per_token * params * tokens * steps / (hours * 3600 * gpus * flops_per_gpu)
+
+
+@checker
+def check_gpu_share(answer=None):
+    """Question 4: the fraction of the GPUs' capacity that the run's arithmetic used (0.243)."""
+    value = number(answer, "answer_4")
+    right = gpu_share(**Q4)
+    if abs(value - right) <= 0.03 * right:
+        return Passed(f"The work is 6 × 350·10⁶ × 100,000 × 20,000 = 4.2·10¹⁸ FLOPs, the capacity "
+                      f"108,000 s × 8 × 20·10¹² = 1.73·10¹⁹ FLOPs: {right:.2f} of it, about a quarter.")
+    two = gpu_share(**Q4, flops_per_token=2)
+    mistakes = [
+        (right * 8, "you left out the 8 GPUs: the capacity is seconds × GPUs × FLOP/s of each GPU, "
+                    "as Table 2 computes it (section 8)."),
+        (right * 3600, "you used hours: FLOP/s are per second, so the time is 30 × 3,600 = 108,000 s "
+                       "(section 8 turns 12 hours into 43,200 s)."),
+        (right * 60, "you used minutes: FLOP/s are per second, so the time is 30 × 3,600 = 108,000 s."),
+        (two, "2 FLOPs per parameter per token is the forward pass only: training adds the backward "
+              "pass, 4 more, so the rule of thumb is 6 (section 8's count on the tiny model)."),
+        (two * 8, "two slips: 2 FLOPs per parameter per token is the forward pass only (training "
+                  "costs 6), and the capacity counts all 8 GPUs."),
+        (right / 2, "you halved the tokens: in a decoder-only model every token passes through every "
+                    "parameter; section 8 halves them for the encoder–decoder only, where a source "
+                    "token meets only the encoder."),
+        (1 / right, "upside down: divide the model's arithmetic (the rule of thumb) by the GPUs' "
+                    "capacity, which is larger."),
+        (right * 100, "that is a percentage: give the fraction, a number between 0 and 1."),
+    ]
+    for wrong, hint in mistakes:
+        if abs(value - wrong) <= 0.03 * wrong:
+            return hint
+    return ("not quite: the work is 6 × parameters × tokens per step × steps, the capacity seconds × "
+            "GPUs × FLOP/s per GPU; divide the first by the second (section 8).")

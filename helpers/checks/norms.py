@@ -4,6 +4,7 @@ import math
 
 import torch
 
+import helpers.norms
 from helpers.checks import Hint, Passed, call, checker, choice, choices, close, number, tensor
 from helpers.norms import layer_norm, rms_norm
 
@@ -65,39 +66,72 @@ def _layer_norm_eps_mistakes(x, g, b, eps):
            g * (x - mu + eps) / torch.sqrt(var) + b)
 
 
-def _near(got, wrong):
-    """got equals what a mistake returns, to 1e-4 relative to its size (mistakes can blow up)."""
+def _near(got, wrong, tol=1e-4):
+    """got equals what a mistake returns, to tol relative to its size (mistakes can blow up)."""
     wrong = wrong.to(torch.float64)
     if got.shape != wrong.shape or not torch.isfinite(wrong).all():
         return False
-    return close(got, wrong, 1e-4 * max(1.0, wrong.abs().max().item()))
+    return close(got, wrong, tol * max(1.0, wrong.abs().max().item()))
 
 
-def _check_function(fn, name, args_for, right_for, mistakes, eps_mistakes, single_right, generic):
+TUPLE_HINT = "return only the normalised tensor (not μ or σ² with it)."
+HALF = (torch.float16, torch.bfloat16)
+HALF_TOL = 0.02
+
+
+def _references(kind):
+    """What the check compares with, for reference= of call: the course's function and PyTorch's."""
+    F = torch.nn.functional
+    targets = {"layer": [(torch.nn.LayerNorm, "forward", "nn.LayerNorm"), (F, "layer_norm", "F.layer_norm"),
+                         (torch, "layer_norm", "torch.layer_norm"),
+                         (helpers.norms, "layer_norm", "helpers.norms.layer_norm")],
+               "rms": [(torch.nn.RMSNorm, "forward", "nn.RMSNorm"), (F, "rms_norm", "F.rms_norm"),
+                       (torch, "rms_norm", "torch.rms_norm"),
+                       (helpers.norms, "rms_norm", "helpers.norms.rms_norm")]}[kind]
+    return [(owner, attr, label) for owner, attr, label in targets if hasattr(owner, attr)]
+
+
+def _half_hint(out, name):
+    return (f"{name} returns a {str(out.dtype).replace('torch.', '')} tensor: compute in float32, the "
+            "dtype of x (float16 keeps about 3 significant digits, bfloat16 about 2).")
+
+
+def _check_function(fn, name, args_for, right_for, mistakes, eps_mistakes, single_right, generic,
+                    references=(), instead=""):
     """The checking steps LayerNorm and RMSNorm share: random batches, a large eps, one vector."""
+    short = name.split("(")[0]
+
+    def run(*args):
+        return call(fn, name, *args, reference=references, instead=instead)
+
     for k, (seed, size) in enumerate(CASES):
         x, g, b = _inputs(seed, size)
         try:
-            got = call(fn, name, *args_for(x, g, b, 1e-5))
+            out = run(*args_for(x, g, b, 1e-5))
         except Hint as hint:
             if "must match the size" in str(hint):
                 raise Hint(f"{name} raised a shape error on x of shape {size}: did you forget "
                            f"keepdim=True? x.mean(-1) has shape {size[:-1]} and does not line up with x; "
                            f"x.mean(-1, keepdim=True) has shape {(*size[:-1], 1)}.") from None
             raise
-        got = tensor(got, f"{name.split('(')[0]}(x, ...) for x of shape {size}", shape=size)
+        got = tensor(out, f"{short}(x, ...) for x of shape {size}", shape=size, tuple_hint=TUPLE_HINT)
         x, g, b = x.double(), g.double(), b.double()
+        half = out.dtype in HALF       # float16 / bfloat16 round by up to 1 % here; mistakes move 5 % or more
+        if half and _near(got, right_for(x, g, b, 1e-5), HALF_TOL):
+            return _half_hint(out, short)
         if not close(got, right_for(x, g, b, 1e-5), 1e-4):
             for hint, wrong in mistakes(x, g, b, 1e-5):
-                if _near(got, wrong):
+                if _near(got, wrong, HALF_TOL if half else 1e-4):
                     return hint
+            if half:
+                return f"{generic} Also, {_half_hint(out, short)}"
             if k > 0:
                 return (f"Right on a {CASES[0][1]} batch but not on a {size} one: work over dim=-1 "
                         "whatever the shape, with no fixed sizes.")
             return generic
     x, g, b = _inputs(2, (2, 5, 6))
-    got = tensor(call(fn, name, *args_for(x, g, b, 0.5)), f"{name.split('(')[0]}(x, ..., eps=0.5)",
-                 shape=x.shape)
+    got = tensor(run(*args_for(x, g, b, 0.5)), f"{short}(x, ..., eps=0.5)", shape=x.shape,
+                 tuple_hint=TUPLE_HINT)
     x, g, b = x.double(), g.double(), b.double()
     if not close(got, right_for(x, g, b, 0.5), 1e-4):
         for hint, wrong in eps_mistakes(x, g, b, 0.5):
@@ -108,12 +142,12 @@ def _check_function(fn, name, args_for, right_for, mistakes, eps_mistakes, singl
     fixed_axis = ("Right on a batch but not on the single vector (1, 2, 3, 6): use dim=-1 (the last "
                   "dimension, whatever the shape), not a fixed axis number such as 2.")
     try:
-        got = call(fn, name, *args_for(one, torch.ones(4), torch.zeros(4), 1e-5))
+        got = run(*args_for(one, torch.ones(4), torch.zeros(4), 1e-5))
     except Hint as hint:
         if "Dimension out of range" in str(hint):
             raise Hint(fixed_axis) from None
         raise
-    got = tensor(got, f"{name.split('(')[0]} of the single vector (1, 2, 3, 6)", shape=(4,))
+    got = tensor(got, f"{short} of the single vector (1, 2, 3, 6)", shape=(4,), tuple_hint=TUPLE_HINT)
     if not close(got, single_right, 1e-4):
         return fixed_axis
     return None
@@ -131,7 +165,8 @@ def check_layer_norm(fn):
         _layer_norm_mistakes, _layer_norm_eps_mistakes,
         layer_norm(torch.tensor([1.0, 2.0, 3.0, 6.0]), torch.ones(4), torch.zeros(4)),
         "Not LayerNorm yet: over the last dim, subtract the mean μ, divide by √(σ² + ε) with σ² "
-        "divided by d, then multiply by gamma and add beta.")
+        "divided by d, then multiply by gamma and add beta.", _references("layer"),
+        "write the mean, the variance (divided by d) and the formula of section 1 yourself.")
 
 
 def _rms_norm_mistakes(x, g, _, eps):
@@ -174,7 +209,8 @@ def check_rms_norm(fn):
         fn, "my_rms_norm(x, gamma, eps)", lambda x, g, b, eps: (x, g, eps),
         lambda x, g, b, eps: rms_norm(x, g, eps), _rms_norm_mistakes, _rms_norm_eps_mistakes,
         rms_norm(torch.tensor([1.0, 2.0, 3.0, 6.0]), torch.ones(4)),
-        "Not RMSNorm yet: over the last dim, divide x by √(mean(x²) + ε), then multiply by gamma.")
+        "Not RMSNorm yet: over the last dim, divide x by √(mean(x²) + ε), then multiply by gamma.",
+        _references("rms"), "write the mean of the squares and the formula of section 8 yourself.")
 
 
 def _nan_or_inf(x):

@@ -1,14 +1,42 @@
 """Checkers for notebook 01 (positions)."""
 
 import math
+import re
 
 import torch
 
+import helpers.positions
 from helpers.checks import Hint, Passed, call, checker, choice, close, number, shape, tensor
 from helpers.positions import sinusoidal_positions, wavelength
 
 # Answers worked by hand to 2 decimals are right, rounded (0.91, -0.42) or cut (0.90, -0.41).
 HAND = 0.01
+
+
+# Two ways to end up with a tiny angle instead of 2 radians: 2 degrees, or the position divided by
+# d_model (2 / 64, as if the divisor of the pair i = 0 were d_model instead of 10000⁰ = 1).
+DEGREES, BY_D_MODEL = math.radians(2), 2 / 64
+
+
+def _tiny_angle_hint(value, fn, name):
+    """The hint for a value that is fn (sin or cos) of a tiny angle instead of fn(2), or None.
+
+    sin(2°) = 0.0349 and sin(2/64) = 0.0312 differ in the third decimal: given to three decimals
+    the mistake is named; rounded to two (0.03), or for the cosine (0.9994 and 0.9995), both are.
+    """
+    degrees, by_d = close(value, fn(DEGREES), 0.0005), close(value, fn(BY_D_MODEL), 0.0005)
+    if degrees and not by_d:
+        return (f"You used degrees: {name} is the {fn.__name__} of 2 radians "
+                f"(math.{fn.__name__}(2)), not of 2°.")
+    if by_d and not degrees:
+        return (f"You divided the position by d_model (2 / 64): for the pair i = 0 the divisor is "
+                f"10000^(2·0/64) = 10000⁰ = 1, so the angle is 2 itself and {name} = "
+                f"{fn.__name__}(2), whatever d_model is.")
+    if close(value, fn(DEGREES), HAND) or close(value, fn(BY_D_MODEL), HAND):
+        return (f"That is the {fn.__name__} of a tiny angle (2° = 0.035 rad, or 2 / 64 = 0.031): the "
+                f"angle is 2 radians, since for the pair i = 0 the divisor is 10000⁰ = 1, so {name} = "
+                f"{fn.__name__}(2).")
+    return None
 
 
 @checker
@@ -22,19 +50,25 @@ def check_pe_2(pe_2_0, pe_2_1):
     if close(a, math.sin(1), HAND) or close(b, math.cos(1), HAND):
         return "Those are the values at position 1; the question asks for position 2."
     if not close(a, math.sin(2), HAND):
-        if close(a, math.sin(math.radians(2)), HAND):
-            return "You used degrees: the angle is 2 radians (math.sin(2), not the sine of 2°)."
-        return "PE(2, 0) is off: for the pair i = 0 the divisor is 10000⁰ = 1, so it is sin(2)."
+        return (_tiny_angle_hint(a, math.sin, "PE(2, 0)")
+                or "PE(2, 0) is off: for the pair i = 0 the divisor is 10000⁰ = 1, so it is sin(2).")
+    # Column 1 taken as the pair i = 1 gives cos(1.499) = 0.072 or sin(1.499) = 0.9975; the sine is
+    # within 0.002 of the cosine of a tiny angle (0.9994, 0.9995): both round to 1.00.
     angle_pair_1 = 2 / 10000 ** (2 / 64)
-    if close(b, math.cos(angle_pair_1), HAND) or close(b, math.sin(angle_pair_1), HAND):
+    if close(b, math.cos(angle_pair_1), HAND) or close(b, math.sin(angle_pair_1), 0.0005):
         return ("Column 1 belongs to the pair i = 1 // 2 = 0, not i = 1: it is the cosine of the same "
                 "angle as column 0, cos(2).")
     if close(b, -math.cos(2), HAND):
         return ("Check the sign of PE(2, 1): cos(2) is negative, because 2 radians is more than a "
                 "quarter turn (π/2 ≈ 1.571).")
-    if close(b, math.cos(math.radians(2)), HAND):
-        return "You used degrees: the angle is 2 radians (math.cos(2), not the cosine of 2°)."
-    return "PE(2, 1) is off: column 1 is the cosine of the same angle as column 0, cos(2)."
+    if close(b, math.cos(DEGREES), 0.0002) or close(b, math.cos(BY_D_MODEL), 0.0002):
+        return _tiny_angle_hint(b, math.cos, "PE(2, 1)")
+    if close(b, math.sin(angle_pair_1), HAND):
+        return ("PE(2, 1) is cos(2), the cosine of the same angle as column 0 (2 radians): a value near 1 "
+                "is the sine of the pair i = 1's angle (column 1 belongs to the pair i = 1 // 2 = 0) or "
+                "the cosine of a tiny angle (2°, or 2 / 64).")
+    return (_tiny_angle_hint(b, math.cos, "PE(2, 1)")
+            or "PE(2, 1) is off: column 1 is the cosine of the same angle as column 0, cos(2).")
 
 
 @checker
@@ -143,24 +177,54 @@ def _sizes():
     return sizes
 
 
+# What check_sinusoidal_positions compares with: calling it is not an answer.
+REFERENCES = [(helpers.positions, "sinusoidal_positions", "sinusoidal_positions")]
+# A row of n positions meeting a row of d/2 divisors: the positions were not made a column.
+_NO_COLUMN = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
+# float16 / bfloat16 round a table built in them by up to 0.08 (50 × 64); every named mistake is
+# 0.29 or more away from the right table.
+HALF_TOL = 0.15
+
+
+def _call_table(fn, name, n, d):
+    """call(fn, name, n, d), naming a missing unsqueeze(1) where the learner's code raised."""
+    try:
+        return call(fn, name, n, d, reference=REFERENCES,
+                    instead="build the table from the formula, with torch.sin and torch.cos.")
+    except Hint as hint:
+        found = _NO_COLUMN.search(str(hint))
+        if found and {int(found[1]), int(found[2])} == {n, d // 2} and n != d // 2:
+            raise Hint(f"{name} raised a shape error: a row of {n} positions cannot be divided by a row "
+                       f"of {d // 2} divisors. Make the positions a column of shape ({n}, 1) with "
+                       f".unsqueeze(1) (or pos[:, None]): pos / divisors then broadcasts to one angle "
+                       f"per position and pair, ({n}, {d // 2}).") from None
+        raise
+
+
 @checker
 def check_sinusoidal_positions(fn):
     """The learner's table builder against helpers.positions.sinusoidal_positions on several sizes."""
     for k, (n, d) in enumerate(_sizes()):
         name = f"my_sinusoidal_positions({n}, {d})"
-        out = call(fn, name, n, d)
+        out = _call_table(fn, name, n, d)
         if isinstance(out, torch.Tensor) and tuple(out.shape) == (d, n) and n != d:
             return (f"{name} has shape {(d, n)}, transposed: one row per position, one column per "
                     f"number of the vector, ({n}, {d}).")
         if isinstance(out, torch.Tensor) and tuple(out.shape) == (n, d // 2):
             return (f"{name} has shape {(n, d // 2)}: fill both the sine (even) and the cosine (odd) "
                     f"columns, ({n}, {d}).")
-        got = tensor(out, name, shape=(n, d))
+        got = tensor(out, name, shape=(n, d), tuple_hint="return the table alone.")
+        half = out.dtype in (torch.float16, torch.bfloat16)
+        tol = HALF_TOL if half else 1e-4
         right = sinusoidal_positions(n, d).double()
-        if close(got, right, 1e-4):
+        if close(got, right, tol):
+            if half:
+                return (f"{name} is a {str(out.dtype).replace('torch.', '')} table: compute it in "
+                        "float32 (torch.float, the dtype of the model's weights), which keeps 7 "
+                        "significant digits where float16 keeps about 3 and bfloat16 about 2.")
             continue
         for hint, wrong in _table_mistakes(n, d):
-            if close(got, wrong, 1e-4):
+            if close(got, wrong, tol):
                 return hint
         if k > 0:
             return (f"Right for (50, 64) but not for (n, d) = ({n}, {d}): build the table from the "
