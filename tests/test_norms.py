@@ -338,7 +338,9 @@ def test_norm_checks_survive_random_perturbations(capsys):
         assert_survives(capsys, check_rms_norm, noisy_rms)
 
 
-@pytest.mark.parametrize("label, value", wrong_tensors(torch.tensor(-1.069)) + [(repr(v), v) for v in ODD])
+@pytest.mark.parametrize("label, value",
+                         wrong_tensors(torch.tensor(-1.069)) + [(f"odd{i}", v) for i, v in enumerate(ODD)],
+                         ids=lambda x: x if isinstance(x, str) else "")
 def test_check_predictions_survives_wrong_values(label, value, capsys):
     assert_survives(capsys, check_predictions, value, 0.0)
     assert_survives(capsys, check_predictions, -1.069, value)
