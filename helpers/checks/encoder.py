@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+import helpers.attention
 from helpers.checks import Hint, Passed, call, checker, choice, close, shape, tensor
 
 D_MODEL, H, D_FF, N = 64, 4, 256, 7
@@ -29,19 +30,19 @@ def _sentence(text):
 
 RELU_ERRORS = [
     ("Boolean value of Tensor with more than one value is ambiguous",
-     "Python's max(0, h) cannot compare a whole tensor with 0 (nor can an `if` on a tensor). "
-     "The formula's max(0, ·) is taken number by number, which is ReLU: write torch.relu(h) or "
-     "h.clamp(min=0)."),
+     "Python's max(0, z) cannot compare a whole tensor with 0 (nor can an `if` on a tensor). "
+     "The formula's max(0, ·) is taken number by number, which is ReLU: write torch.relu(z) or "
+     "z.clamp(min=0)."),
     ("max() received an invalid combination of arguments",
-     "torch.max(0, h) is not the formula's max(0, ·): torch.max wants a tensor first (with a "
+     "torch.max(0, z) is not the formula's max(0, ·): torch.max wants a tensor first (with a "
      "number it reads an axis). Take the maximum number by number, which is ReLU: "
-     "torch.relu(h) or h.clamp(min=0)."),
+     "torch.relu(z) or z.clamp(min=0)."),
     ("torch.return_types.max",
-     "torch.max(h, 0) returns the largest value along axis 0 and its index, not ReLU: write "
-     "torch.relu(h) or h.clamp(min=0)."),
+     "torch.max(z, 0) returns the largest value along axis 0 and its index, not ReLU: write "
+     "torch.relu(z) or z.clamp(min=0)."),
     ("maximum(): argument 'other'",
-     "torch.maximum compares two tensors: torch.maximum(h, torch.zeros_like(h)), or simply "
-     "torch.relu(h)."),
+     "torch.maximum compares two tensors: torch.maximum(z, torch.zeros_like(z)), or simply "
+     "torch.relu(z)."),
 ]
 
 MHA_ERRORS = [
@@ -51,6 +52,15 @@ MHA_ERRORS = [
     (re.compile(r"\btuple\b"),
      "L.self_attn(y, y, y) returns a pair (output, weights), not a tensor: take its first "
      "item, L.self_attn(y, y, y, need_weights=False)[0]."),
+]
+
+NORM_ERRORS = [
+    ("missing 1 required positional argument: 'beta'",
+     "helpers.norms.layer_norm takes x, γ and β (notebook 02): "
+     "layer_norm(x, L.norm1.weight, L.norm1.bias), not the LayerNorm module itself."),
+    ("missing 2 required positional arguments: 'gamma' and 'beta'",
+     "helpers.norms.layer_norm takes x, γ and β (notebook 02): "
+     "layer_norm(x, L.norm1.weight, L.norm1.bias)."),
 ]
 
 VIEW_ERRORS = [
@@ -68,6 +78,17 @@ VIEW_ERRORS = [
      "heads must be joined back to (b, n, d_model) before @ W_O."),
 ]
 
+SLIP_ERRORS = [   # the most common slips of any function exercise of this notebook
+    (re.compile(r"tuple of ints,\s*(but got|not) float|slice indices must be integers"),
+     "a size is a float: d_model / h gives 16.0, not 16, and a shape or a slice needs whole "
+     "numbers. Write d_k = d_model // h (integer division)."),
+    ("sqrt(): argument 'input' (position 1) must be Tensor, not",
+     "torch.sqrt takes a tensor, not a number: write math.sqrt(d_k) (or d_k ** 0.5)."),
+    ('softmax() missing 1 required positional arguments: "dim"',
+     "torch.softmax needs the axis it normalises: dim=-1, the keys, so that each query's "
+     "weights sum to 1."),
+]
+
 KT_ERRORS = [   # the first batch only: a function right there holds no K.T
     ("on tensors of dimension other than 2",
      "K.T reverses all the axes of a tensor; on the heads, (b, h, n, d_k), swap only the last two: "
@@ -79,12 +100,11 @@ KT_ERRORS = [   # the first batch only: a function right there holds no K.T
 ]
 
 
-def _run(fn, name, *args, errors=()):
-    """call(fn, name, *args), with the raw error of a usual mistake replaced by what to write.
-
-    An advice may name {shape}, the shape of the first argument."""
+def _run(fn, name, *args, errors=(), reference=(), instead=""):
+    """call(fn, name, *args, reference=..., instead=...), with the raw error of a usual mistake
+    replaced by what to write. An advice may name {shape}, the shape of the first argument."""
     try:
-        return call(fn, name, *args)
+        return call(fn, name, *args, reference=reference, instead=instead)
     except Hint as hint:
         text = str(hint)
         raised = re.match(r"^.*? raised (\w+): (.*)$", text)
@@ -96,6 +116,14 @@ def _run(fn, name, *args, errors=()):
                     advice = advice.replace("{shape}", str(tuple(args[0].shape)))
                     raise Hint(f"{name.split('(')[0]} raised {raised.group(1)}: {advice}") from None
         raise
+
+
+def _full_precision(out, name):
+    """Raise Hint when out is a float16 or bfloat16 tensor: too few digits to compare."""
+    if isinstance(out, torch.Tensor) and out.dtype in (torch.float16, torch.bfloat16):
+        raise Hint(f"{name} is {str(out.dtype).removeprefix('torch.')}: compute in float32, the "
+                   "dtype of the input (half precision keeps only about 3 significant digits, "
+                   "too few to compare with PyTorch).")
 
 
 def _match(out, candidates, tol=1e-4):
@@ -201,7 +229,8 @@ SA_MISTAKES = [
      "your softmax runs over the queries (dim=-2): each query's weights over the keys must sum "
      "to 1, so take the softmax over the last axis, the keys (dim=-1)."),
     ({"dim": 1},
-     "your softmax runs over the heads (dim=1): take it over the last axis, the keys (dim=-1)."),
+     "your softmax runs over the heads (dim=1; F.softmax without dim= also picks axis 1 of a 4-D "
+     "tensor): take it over the last axis, the keys (dim=-1)."),
     ({"swap": True},
      "your scores are K Qᵀ, keys against queries: row i must hold query i against every key, "
      "Q Kᵀ."),
@@ -225,6 +254,7 @@ def _sa_output(out, args, expected):
         if isinstance(first, torch.Tensor) and first.shape == expected.shape:
             raise Hint("my_self_attention returned a tuple: return the output alone, one tensor "
                        f"of shape (b, n, d_model) = {tuple(expected.shape)}.")
+    _full_precision(out, "The output of my_self_attention")
     out = tensor(out, "the output of my_self_attention")
     got = tuple(out.shape)
     if got == (b, h, n, d_model // h):
@@ -239,17 +269,30 @@ def _sa_output(out, args, expected):
     return out
 
 
+SA_REFERENCE = [
+    (nn.MultiheadAttention, "forward", "nn.MultiheadAttention"),
+    (F, "multi_head_attention_forward", "F.multi_head_attention_forward"),
+    (helpers.attention.MultiHeadAttention, "forward", "helpers.attention.MultiHeadAttention"),
+    (helpers.attention, "split_heads", "helpers.attention.split_heads"),
+    (helpers.attention, "merge_heads", "helpers.attention.merge_heads"),
+    (helpers.attention, "attention", "helpers.attention.attention"),
+]
+SA_INSTEAD = ("write the steps yourself with @, view or reshape, transpose and torch.softmax "
+              "(your my_split_heads and my_merge_heads of Your turn 1 are welcome).")
+
+
 @checker
 def check_self_attention(my_self_attention=None):
     """my_self_attention(x, W_Q, W_K, W_V, W_O, h) equals nn.MultiheadAttention(bias=False)."""
-    for number, case in enumerate(SA_CASES):
+    for i, case in enumerate(SA_CASES):
         args, expected = _sa_case(*case)
         try:
             out = _run(my_self_attention, SA_NAME, *args,
-                       errors=VIEW_ERRORS + (KT_ERRORS if number == 0 else []))
+                       errors=SLIP_ERRORS + VIEW_ERRORS + (KT_ERRORS if i == 0 else []),
+                       reference=SA_REFERENCE, instead=SA_INSTEAD)
             out = _sa_output(out, args, expected)
         except Hint as hint:
-            if number == 0 or str(hint).startswith("Not answered yet"):
+            if i == 0 or str(hint).startswith("Not answered yet"):
                 raise
             said = str(hint).rstrip(".")
             advice = ("" if "x.shape" in said else
@@ -262,7 +305,7 @@ def check_self_attention(my_self_attention=None):
                             for kw, hint in SA_MISTAKES])
         if hint:
             return hint
-        if number:
+        if i:
             _, b, n, d_model, h = SA_CASES[0]
             return (f"Right on the first batch (x of shape {(b, n, d_model)}, h = {h}) but not on "
                     f"the second ({tuple(args[0].shape)}, h = {args[5]}): read b, n and d_model "
@@ -274,51 +317,64 @@ def check_self_attention(my_self_attention=None):
 
 
 
-# --- Your turn 3: the shapes for a 7-letter source -------------------------------------------
+# --- Your turn 4: the shapes for a batch of 2 sources of 7 letters -----------------------------
+
+B = 2   # sources in the batch
+
+ONE_SOURCE = "that is one source: the batch holds 2, and the batch axis comes first"
 
 WEIGHT_HINTS = {
-    (1, 7, 4, 7): "heads and tokens are swapped: after splitting, the head axis comes right "
+    (B, N, H, N): "heads and tokens are swapped: after splitting, the head axis comes right "
                   "after the batch, (batch, h, queries, keys)",
-    (1, 7, 7, 4): "the head axis comes right after the batch: (batch, h, queries, keys)",
-    (1, 4, 7, 16): "(1, 4, 7, 16) is Q, K or V split into heads (d_k = 16 columns); the weights "
+    (B, N, N, H): "the head axis comes right after the batch: (batch, h, queries, keys)",
+    (H, B, N, N): "the batch axis comes first, then the heads: (batch, h, queries, keys)",
+    (B, H, N, 16): "(2, 4, 7, 16) is Q, K or V split into heads (d_k = 16 columns); the weights "
                    "hold one score per query and key, so their last two axes are n × n",
-    (1, 4, 16, 16): "the weights compare tokens with tokens (n × n), not columns with columns",
-    (1, 7, 7): "every head has its own table of weights: keep the head axis, (1, h, n, n)",
-    (4, 7, 7): "keep the batch axis in front: (batch, h, n, n)",
-    (1, 4, 5, 5): "that is the 5-letter example from the text: this source has 7 letters",
-    (1, 8, 7, 7): "the small model has h = 4 heads (8 is the paper's base model)",
-    (1, 4, 7, 64): "the weights hold one score per query and key: their last two axes are n × n",
-    (1, 7, 64): "that is the shape of the attention's output after W_O; the weights are one "
+    (B, H, 16, 16): "the weights compare tokens with tokens (n × n), not columns with columns",
+    (B, N, N): "every head has its own table of weights: keep the head axis, (batch, h, n, n)",
+    (H, N, N): "keep the batch axis in front: (batch, h, n, n)",
+    (B * H, N, N): "keep the batch and the heads on two axes: (batch, h, n, n)",
+    (B, H, N * B, N * B): "each source has its own table: a token only reads the tokens of its "
+                          "own source, so the last two axes are n × n with n = 7",
+    (B, H, 5, 5): "that is the 5-letter example from the text: these sources have 7 letters",
+    (B, 8, N, N): "the tiny model has h = 4 heads (8 is the paper's base model)",
+    (B, H, N, 64): "the weights hold one score per query and key: their last two axes are n × n",
+    (B, N, 64): "that is the shape of the attention's output after W_O; the weights are one "
                 "n × n table per head",
+    (1, H, N, N): ONE_SOURCE,
 }
 
 HIDDEN_HINTS = {
-    (1, 7, 64): "you used d_model instead of d_ff: the first linear layer widens every "
+    (B, N, 64): "you used d_model instead of d_ff: the first linear layer widens every "
                 "position to d_ff = 256 numbers",
-    (1, 4, 7, 256): "the feed-forward layer works on whole positions, after the heads are "
+    (B, H, N, 256): "the feed-forward layer works on whole positions, after the heads are "
                     "concatenated: no head axis",
-    (1, 4, 7, 64): "the feed-forward layer works on whole positions after the heads are "
+    (B, H, N, 64): "the feed-forward layer works on whole positions after the heads are "
                    "concatenated (no head axis), and widens them to d_ff = 256",
-    (1, 7, 2048): "2048 is the paper's d_ff; the small model has d_ff = 256",
-    (1, 5, 256): "that is the 5-letter example from the text: this source has 7 letters",
-    (7, 256): "keep the batch axis in front: (batch, n, d_ff)",
-    (1, 256, 7): "tokens come before features: (batch, n, d_ff)",
-    (1, 7, 7): "the hidden layer has d_ff numbers per position, not one per token",
+    (B, N, 2048): "2048 is the paper's d_ff; the tiny model has d_ff = 256",
+    (B, 5, 256): "that is the 5-letter example from the text: these sources have 7 letters",
+    (N, 256): "keep the batch axis in front: (batch, n, d_ff)",
+    (B * N, 256): "keep the batch and the tokens on two axes: (batch, n, d_ff)",
+    (B, 256, N): "tokens come before features: (batch, n, d_ff)",
+    (B, N, N): "the hidden layer has d_ff numbers per position, not one per token",
+    (1, N, 256): ONE_SOURCE,
 }
 
 MEMORY_HINTS = {
-    (1, 7, 256): "you used d_ff instead of d_model: the second linear layer brings every "
+    (B, N, 256): "you used d_ff instead of d_model: the second linear layer brings every "
                  "position back to d_model = 64, so that layers can be stacked",
-    (1, 4, 7, 16): "the heads are concatenated and W_O maps them back: the layer's output has "
+    (B, H, N, 16): "the heads are concatenated and W_O maps them back: the layer's output has "
                    "d_model = 64 numbers per position and no head axis",
-    (1, 4, 7, 7): "those are the attention weights; the memory has one vector of d_model "
+    (B, H, N, N): "those are the attention weights; the memory has one vector of d_model "
                   "numbers per source token",
-    (1, 7, 7): "the memory has one vector of d_model = 64 numbers per token, not one number "
+    (B, N, N): "the memory has one vector of d_model = 64 numbers per token, not one number "
                "per pair of tokens",
-    (1, 7, 512): "512 is the paper's d_model; the small model has d_model = 64",
-    (1, 5, 64): "that is the 5-letter example from the text: this source has 7 letters",
-    (7, 64): "keep the batch axis in front: (batch, n, d_model)",
-    (1, 64, 7): "tokens come before features: (batch, n, d_model)",
+    (B, N, 512): "512 is the paper's d_model; the tiny model has d_model = 64",
+    (B, 5, 64): "that is the 5-letter example from the text: these sources have 7 letters",
+    (N, 64): "keep the batch axis in front: (batch, n, d_model)",
+    (B * N, 64): "keep the batch and the tokens on two axes: (batch, n, d_model)",
+    (B, 64, N): "tokens come before features: (batch, n, d_model)",
+    (1, N, 64): ONE_SOURCE,
 }
 
 
@@ -329,26 +385,27 @@ def _check_shape(answer, name, expected, hints):
     name = _sentence(name)
     if got in hints:
         raise Hint(f"{name}: {hints[got]}.")
-    raise Hint(f"{name} should be {len(expected)}-dimensional {expected}, not {got}: write out "
-               "the axes step by step with n = 7, h = 4, d_k = 16, d_ff = 256.")
+    raise Hint(f"{name} should be {len(expected)}-dimensional, not {got}: write out the axes "
+               "step by step with batch = 2, n = 7, h = 4, d_k = 16, d_ff = 256.")
 
 
 @checker
 def check_shapes(weights_shape=None, hidden_shape=None, memory_shape=None):
-    """The shapes for one 7-letter source in the small model (d_model 64, h 4, d_ff 256)."""
-    _check_shape(weights_shape, "the attention weights", (1, H, N, N), WEIGHT_HINTS)
-    _check_shape(hidden_shape, "the FFN's hidden layer", (1, N, D_FF), HIDDEN_HINTS)
-    _check_shape(memory_shape, "the memory", (1, N, D_MODEL), MEMORY_HINTS)
-    L, x = _test_layer(False, 2017, 1, N)
+    """The shapes for a batch of 2 sources of 7 letters in the tiny model (64, h 4, d_ff 256)."""
+    _check_shape(weights_shape, "the attention weights", (B, H, N, N), WEIGHT_HINTS)
+    _check_shape(hidden_shape, "the FFN's hidden layer", (B, N, D_FF), HIDDEN_HINTS)
+    _check_shape(memory_shape, "the memory", (B, N, D_MODEL), MEMORY_HINTS)
+    L, x = _test_layer(False, 2017, B, N)
     with torch.no_grad():
         weights = L.self_attn(x, x, x, average_attn_weights=False)[1]
         hidden = F.relu(L.linear1(x))
         measured = [tuple(t.shape) for t in (weights, hidden, L(x))]
-    if measured != [(1, H, N, N), (1, N, D_FF), (1, N, D_MODEL)]:
+    if measured != [(B, H, N, N), (B, N, D_FF), (B, N, D_MODEL)]:
         raise Hint(f"PyTorch's layer gave other shapes: {measured}.")
-    return Passed(f"PyTorch's layer run on 7 tokens gives {measured[0]}, {measured[1]} and "
-                  f"{measured[2]}: the weights grow with the square of the length (7 × 7 per "
-                  "head), the hidden tensor and the memory with the length only (7 rows).")
+    return Passed(f"PyTorch's layer run on 2 sources of 7 tokens gives {measured[0]}, "
+                  f"{measured[1]} and {measured[2]}: the weights grow with the square of the "
+                  "length (7 × 7 per head and per source), the hidden tensor and the memory with "
+                  "the length only (7 rows per source).")
 
 
 # --- The test layers of the feed-forward and pre-norm checks ---------------------------------
@@ -389,12 +446,17 @@ def _norm(x, norm, affine=True, unbiased=False):
     return y * norm.weight + norm.bias if affine else y
 
 
-def _layer_output(fn, name, x, L, errors):
-    """The learner's fn(x, L) as a float tensor of x's shape, or raise Hint."""
-    out = _run(fn, f"{name}(x, L)", x, L, errors=errors)
+def _layer_output(fn, name, x, L, errors, reference, instead, tuple_hint):
+    """The learner's fn(x, L) as a float tensor of x's shape, or raise Hint.
+
+    reference(L): the (owner, attribute, label) triples the function may not call."""
+    out = _run(fn, f"{name}(x, L)", x, L, errors=errors, reference=reference(L), instead=instead)
     if isinstance(out, (tuple, list)):
-        raise Hint(f"{name} should return one tensor, got a {type(out).__name__}.")
-    out = tensor(out, f"the output of {name}")
+        raise Hint(f"{name} should return one tensor, got a {type(out).__name__}"
+                   + (f": {tuple_hint}." if tuple_hint and out and isinstance(out[0], torch.Tensor)
+                      else "."))
+    _full_precision(out, f"The output of {name}")
+    out = tensor(out, f"the output of {name}", tuple_hint=tuple_hint)
     b, n, _ = x.shape
     if tuple(out.shape) != tuple(x.shape):
         if tuple(out.shape) == (b, n, D_FF):
@@ -404,14 +466,15 @@ def _layer_output(fn, name, x, L, errors):
     return out
 
 
-def _check_layer_function(fn, name, norm_first, expected, mistakes, generic, errors):
+def _check_layer_function(fn, name, norm_first, expected, mistakes, generic, errors,
+                          reference, instead, tuple_hint=None):
     """Run fn on both test cases; None when right, else the hint of the mistake it matches."""
-    for number, case in enumerate(LAYER_CASES):
+    for i, case in enumerate(LAYER_CASES):
         L, x = _test_layer(norm_first, *case)
         try:
-            out = _layer_output(fn, name, x, L, errors)
+            out = _layer_output(fn, name, x, L, errors, reference, instead, tuple_hint)
         except Hint as hint:
-            if number == 0 or str(hint).startswith("Not answered yet"):
+            if i == 0 or str(hint).startswith("Not answered yet"):
                 raise
             raise Hint(f"Right on the first batch, but on the second (x of shape "
                        f"{tuple(x.shape)}): {str(hint).rstrip('.')}. Read the sizes from x.shape.") from None
@@ -422,12 +485,12 @@ def _check_layer_function(fn, name, norm_first, expected, mistakes, generic, err
         hint = _match(out, mistakes(x, L, right))
         if hint:
             return hint
-        again = _layer_output(fn, name, x, L, errors)
+        again = _layer_output(fn, name, x, L, errors, reference, instead, tuple_hint)
         if not close(out, again, 1e-6):
             return (f"{name} gives another result each time it runs on the same x: dropout is still "
                     "on (F.dropout drops numbers unless you pass training=False). The exercise is the "
                     "layer in evaluation mode: leave dropout out.")
-        if number:
+        if i:
             return (f"Right on the first batch but not on the second (x of shape {tuple(x.shape)}): "
                     "read the sizes from x.shape and write no fixed size in your function.")
         return generic
@@ -471,7 +534,13 @@ def check_ffn(ffn=None):
         errors=RELU_ERRORS + [(
             "shapes cannot be multiplied",
             "PyTorch stores a linear layer's weight as (out, in): W_1 is L.linear1.weight.T, "
-            "so multiply by the transpose.")])
+            "so multiply by the transpose.")],
+        reference=lambda L: [(L.linear1, "forward", "L.linear1(...)"),
+                             (L.linear2, "forward", "L.linear2(...)"),
+                             (nn.Linear, "forward", "an nn.Linear layer"),
+                             (F, "linear", "F.linear")],
+        instead="write the products yourself, x @ L.linear1.weight.T + L.linear1.bias, and the "
+                "same with L.linear2.")
 
 
 # --- Your turn 4: the pre-norm layer ------------------------------------------------------------
@@ -532,7 +601,13 @@ def check_pre_norm(pre_norm_layer=None):
         pre_norm_layer, "pre_norm_layer", True, lambda x, L: L(x), _pre_norm_mistakes,
         "Your layer differs from nn.TransformerEncoderLayer(norm_first=True): compute "
         "x = x + attention(LayerNorm1(x)), then x + FFN(LayerNorm2(x)).",
-        errors=RELU_ERRORS + MHA_ERRORS)
+        errors=RELU_ERRORS + MHA_ERRORS + NORM_ERRORS,
+        reference=lambda L: [(L, "forward", "L(x), the layer's own forward"),
+                             (nn.TransformerEncoderLayer, "forward",
+                              "nn.TransformerEncoderLayer's forward")],
+        instead="write the two sublayers yourself: x + attention of LayerNorm1(x), then the same "
+                "with the FFN and LayerNorm2.",
+        tuple_hint="nn.MultiheadAttention returns (output, weights): take [0]")
 
 
 # --- Check your understanding ------------------------------------------------------------------
