@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from helpers.checks.encoder import (
+    check_split_merge,
     check_ffn,
     check_head_matrix,
     check_more_heads,
@@ -36,7 +37,174 @@ def expect(check, answer, words, capsys):
         assert words in printed, printed
 
 
-# --- Your turn 1: multi-head self-attention ------------------------------------------------------
+# --- Your turn 1: split and merge the heads ---------------------------------------------------
+
+def split(t, h):
+    b, n, d = t.shape
+    return t.view(b, n, h, d // h).transpose(1, 2)
+
+
+def merge(t):
+    b, h, n, d_k = t.shape
+    return t.transpose(1, 2).reshape(b, n, h * d_k)
+
+
+def split_by_slicing(t, h):
+    d_k = t.shape[-1] // h
+    return torch.stack([t[..., i * d_k:(i + 1) * d_k] for i in range(h)], dim=1)
+
+
+def merge_by_cat(t):
+    return torch.cat([t[:, i] for i in range(t.shape[1])], dim=-1)
+
+
+def split_with_unflatten(t, h):
+    return t.unflatten(-1, (h, -1)).permute(0, 2, 1, 3)
+
+
+def merge_with_contiguous_view(t):
+    b, h, n, d_k = t.shape
+    return t.transpose(1, 2).contiguous().view(b, n, h * d_k)
+
+
+def split_straight(t, h):
+    b, n, d = t.shape
+    return t.view(b, h, n, d // h)
+
+
+def split_every_hth_column(t, h):
+    b, n, d = t.shape
+    return t.view(b, n, d // h, h).permute(0, 3, 1, 2)
+
+
+def split_transposed_first(t, h):
+    b, n, d = t.shape
+    return t.transpose(1, 2).reshape(b, h, n, d // h)
+
+
+def split_without_transpose(t, h):
+    b, n, d = t.shape
+    return t.view(b, n, h, d // h)
+
+
+def split_heads_in_front_of_the_batch(t, h):
+    b, n, d = t.shape
+    return t.view(b, n, h, d // h).permute(2, 0, 1, 3)
+
+
+def split_all_axes_reversed(t, h):
+    b, n, d = t.shape
+    return t.view(b, n, h, d // h).transpose(1, 3)
+
+
+def split_with_float_d_k(t, h):
+    b, n, d = t.shape
+    return t.view(b, n, h, d / h).transpose(1, 2)
+
+
+def split_of_the_tiny_example(t, h):
+    return t.view(1, 3, 2, 2).transpose(1, 2)
+
+
+def split_for_the_first_case_only(t, h):
+    b, n, d = t.shape
+    return t.view(b, n, 3, d // 3).transpose(1, 2)
+
+
+def merge_with_view(t):
+    b, h, n, d_k = t.shape
+    return t.transpose(1, 2).view(b, n, h * d_k)
+
+
+def merge_without_transpose(t):
+    b, h, n, d_k = t.shape
+    return t.reshape(b, n, h * d_k)
+
+
+def merge_every_hth_column(t):
+    b, h, n, d_k = t.shape
+    return t.permute(0, 2, 3, 1).reshape(b, n, h * d_k)
+
+
+def merge_swapping_the_last_two(t):
+    b, h, n, d_k = t.shape
+    return t.transpose(2, 3).reshape(b, n, h * d_k)
+
+
+def merge_forgetting_the_reshape(t):
+    return t.transpose(1, 2)
+
+
+def merge_of_the_heads_tokens(t):
+    b, h, n, d_k = t.shape
+    return t.reshape(b, h * n, d_k)
+
+
+def unanswered_split(t, h):
+    """(b, n, d_model) -> (b, h, n, d_k)."""
+    ...
+
+
+def unanswered_merge(t):
+    """(b, h, n, d_k) -> (b, n, h·d_k)."""
+    ...
+
+
+def split_by_the_helpers(t, h):
+    from helpers.attention import split_heads
+    return split_heads(t, h)
+
+
+def merge_by_the_helpers(t):
+    import helpers.attention
+    return helpers.attention.merge_heads(t)
+
+
+@pytest.mark.parametrize("my_split, my_merge, words", [
+    (split, merge, None),
+    (split_by_slicing, merge_by_cat, None),
+    (split_with_unflatten, merge_with_contiguous_view, None),
+    (split_straight, merge, "straight to (b, h, n, d_k)"),
+    (split_every_hth_column, merge, "every h-th column"),
+    (split_transposed_first, merge, "you transposed before cutting"),
+    (split_without_transpose, merge, "the heads must come in front of the tokens"),
+    (split_heads_in_front_of_the_batch, merge, "returned (3, 2, 5, 4): the batch axis stays first"),
+    (split_all_axes_reversed, merge, "you swapped axes 1 and 3"),
+    (split_with_float_d_k, merge, "64 / 4 = 16.0, not 16"),
+    (split_of_the_tiny_example, merge, "does not fit t of shape (2, 5, 12)"),
+    (split_for_the_first_case_only, merge, "Right on the first tensor, but on the second"),
+    (split, merge_with_view, ".reshape(...)"),
+    (split, merge_without_transpose, "joined the heads with a reshape alone"),
+    (split, merge_every_hth_column, "columns end up interleaved"),
+    (split, merge_swapping_the_last_two, "swapped the last two axes"),
+    (split, merge_forgetting_the_reshape, "now glue each token's h groups"),
+    (split, merge_of_the_heads_tokens, "not the heads' tokens one after another"),
+    (split, lambda t: merge(t).half(), "is float16: compute in float32"),
+    (lambda t, h: (split(t, h), h), merge, "returned a tuple"),
+    (split_by_the_helpers, merge, "calls helpers.attention.split_heads, the very reference"),
+    (split, merge_by_the_helpers, "calls helpers.attention.merge_heads"),
+    (unanswered_split, unanswered_merge, "Not answered yet: write the body of my_split_heads"),
+    (split, unanswered_merge, "Not answered yet: write the body of my_merge_heads"),
+])
+def test_check_split_merge_names_the_mistake(my_split, my_merge, words, capsys):
+    passed, line = run(check_split_merge, my_split, my_merge, capsys=capsys)
+    assert passed == (words is None), line
+    if words:
+        assert words in line, line
+
+
+def test_the_split_mistakes_differ_from_the_right_split():
+    """On the check's shapes, each named mistake of the right shape gives other numbers."""
+    t = torch.randn(2, 5, 12)
+    for wrong in (split_straight, split_every_hth_column, split_transposed_first):
+        assert wrong(t, 3).shape == split(t, 3).shape
+        assert not torch.equal(wrong(t, 3), split(t, 3)), wrong.__name__
+    heads = split(t, 3).contiguous()
+    for wrong in (merge_without_transpose, merge_every_hth_column, merge_swapping_the_last_two):
+        assert wrong(heads).shape == t.shape and not torch.equal(wrong(heads), t), wrong.__name__
+
+
+# --- Your turn 2: multi-head self-attention ------------------------------------------------------
 
 def right(x, W_Q, W_K, W_V, W_O, h):
     b, n, d = x.shape
@@ -246,7 +414,7 @@ def test_the_mistakes_give_different_outputs_on_the_checks_inputs():
             assert (wrong(*args) - expected).abs().max() > 1e-2, wrong.__name__
 
 
-# --- Your turn 2: the feed-forward layer --------------------------------------------------------
+# --- Your turn 3: the feed-forward layer --------------------------------------------------------
 
 def right_ffn(x, L):
     return torch.relu(x @ L.linear1.weight.T + L.linear1.bias) @ L.linear2.weight.T + L.linear2.bias
@@ -295,7 +463,7 @@ def test_untouched_ffn_placeholder_is_not_answered(capsys):
     expect(check_ffn, ffn, "Not answered yet: write the body of ffn", capsys)
 
 
-# --- Your turn 4: the pre-norm layer ------------------------------------------------------------
+# --- Your turn 5: the pre-norm layer ------------------------------------------------------------
 
 def norm(x, n, unbiased=False):
     mu, var = x.mean(-1, keepdim=True), x.var(-1, unbiased=unbiased, keepdim=True)
@@ -392,7 +560,7 @@ def test_checkers_leave_the_global_random_state_alone(capsys):
     assert torch.equal(torch.rand(3), expected)
 
 
-# --- Your turn 3: the shapes for a 7-letter source -------------------------------------------
+# --- Your turn 4: the shapes for a batch of 2 sources of 7 letters----------------------------------------
 
 @pytest.mark.parametrize("answer, words", [
     (((2, 4, 7, 7), (2, 7, 256), (2, 7, 64)), None),
@@ -473,7 +641,7 @@ def test_changing_token_1_moves_the_layer_output_of_token_3_but_not_its_ffn_outp
 
 
 @pytest.mark.parametrize("answer, words", [
-    ((768, 64), "Check passed. W_Q^(i) turns each token's 768 numbers"),
+    ((768, 64), "Check passed. W^Q_i turns each token's 768 numbers"),
     ([768, 64], "Check passed."),
     ((768, 768), "all 12 heads side by side"),
     ((64, 64), "whole vector"),
@@ -685,7 +853,7 @@ def self_attention_in_half_precision(x, W_Q, W_K, W_V, W_O, h):
 
 
 @pytest.mark.parametrize("fn, words", [
-    (d_k_as_a_float, "d_model / h gives 16.0, not 16"),
+    (d_k_as_a_float, "64 / 4 = 16.0, not 16"),
     (heads_sliced_with_a_float, "Write d_k = d_model // h"),
     (scale_with_torch_sqrt, "math.sqrt(d_k)"),
     (softmax_without_dim, "torch.softmax needs the axis it normalises: dim=-1"),
@@ -768,3 +936,15 @@ def test_check_shapes_survives_odd_answers(capsys):
 def test_question_checkers_survive_odd_answers(check, capsys):
     for value in ODD_VALUES + [v for _, v in wrong_tensors(torch.tensor([768.0, 64.0]))]:
         assert_survives(capsys, check, value)
+
+
+def test_check_split_merge_survives_perturbed_answers(capsys):
+    for label, wrong in wrong_functions(split):
+        line = assert_survives(capsys, check_split_merge, wrong, merge)
+        assert label in STILL_RIGHT or not line.startswith("Check passed."), (label, line)
+    for label, wrong in wrong_functions(merge):
+        line = assert_survives(capsys, check_split_merge, split, wrong)
+        assert label in STILL_RIGHT or not line.startswith("Check passed."), (label, line)
+    for value in ODD_VALUES:
+        assert_survives(capsys, check_split_merge, value, merge)
+        assert_survives(capsys, check_split_merge, split, value)
