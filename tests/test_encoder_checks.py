@@ -15,6 +15,7 @@ from helpers.checks.encoder import (
     check_split_merge,
     check_ffn,
     check_head_matrix,
+    check_path_length,
     check_more_heads,
     check_per_position,
     check_pre_norm,
@@ -596,7 +597,7 @@ def test_check_shapes_names_the_confusion(answer, words, capsys):
     ("feed-forward", "Check passed. More heads only cut d_model"),
     (" Feed-Forward ", "Check passed."),
     ("attention", "More heads do not add parameters"),
-    ("the same", "twice as many (section 6)"),
+    ("the same", "twice as many (section 7)"),
     ("ffn", "should be one of 'attention', 'feed-forward', 'the same'"),
     (None, "Not answered yet"),
 ])
@@ -616,7 +617,7 @@ def test_more_heads_do_not_change_the_attention_count():
 @pytest.mark.parametrize("answer, words", [
     ("layer only", "Check passed. The FFN transforms each position on its own"),
     ("neither", "token 3's query reads token 1's key"),
-    ("both", "in section 4 token 3 fed alone"),
+    ("both", "in section 5 token 3 fed alone"),
     ("ffn only", "the other way round"),
     ("yes", "should be one of"),
     (None, "Not answered yet"),
@@ -948,3 +949,43 @@ def test_check_split_merge_survives_perturbed_answers(capsys):
     for value in ODD_VALUES:
         assert_survives(capsys, check_split_merge, value, merge)
         assert_survives(capsys, check_split_merge, split, value)
+
+
+# --- Question 4: the path length of a stack of convolutions -----------------------------------
+
+@pytest.mark.parametrize("answer, words", [
+    (50, "Check passed. Each layer reaches (k − 1) / 2 = 2 positions further"),
+    (50.0, "Check passed."),
+    (torch.tensor(50), "Check passed."),
+    (100, "one position per layer"),
+    (99, "not 1, and from token 1"),
+    (25, "not 4 behind"),
+    (20, "Table 1's order of growth"),
+    (51, "not the tokens"),
+    (3, "dilated kernels"),
+    (1, "self-attention"),
+    (50.5, "whole number"),
+    (7, "Count the positions between the first and the last token"),
+    ("50", "should be a number"),
+    (None, "Not answered yet"),
+])
+def test_question_path_length(answer, words, capsys):
+    _, line = run(check_path_length, answer, capsys=capsys)
+    assert words in line, line
+
+
+def test_centred_width_5_convolutions_need_50_layers_for_101_tokens():
+    """The fact behind question 4, counted by following the links layer by layer."""
+    n = 101
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    link = ((i - j).abs() <= 2).float()
+    reached, layers = torch.zeros(n), 0
+    reached[0] = 1
+    while reached[-1] == 0:
+        reached, layers = (link @ reached > 0).float(), layers + 1
+    assert layers == 50
+
+
+def test_check_path_length_survives_odd_answers(capsys):
+    for value in ODD_VALUES + [float("inf"), -50, 10 ** 30, 1e300]:
+        assert_survives(capsys, check_path_length, value)

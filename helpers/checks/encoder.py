@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import helpers.attention
-from helpers.checks import Hint, Passed, call, checker, choice, close, shape, tensor
+from helpers.checks import Hint, Passed, call, checker, choice, close, number, shape, tensor
 
 D_MODEL, H, D_FF, N = 64, 4, 256, 7
 
@@ -788,10 +788,10 @@ def check_more_heads(answer_1=None):
         "twice as many.",
         {"attention": "More heads do not add parameters: each head gets d_k = d_model / h columns, "
                       "so W_Q, W_K, W_V and W_O stay d_model × d_model whatever h (section 2), and "
-                      "the FFN's W_1 and W_2 hold twice as much (section 6).",
+                      "the FFN's W_1 and W_2 hold twice as much (section 7).",
          "the same": "The attention holds 4·d_model² weights whatever h; the FFN holds "
                      "2·d_model·d_ff = 8·d_model² since d_ff = 4·d_model: twice as many "
-                     "(section 6)."})
+                     "(section 7)."})
 
 
 @checker
@@ -805,10 +805,10 @@ def check_per_position(answer_2=None):
         {"neither": "The attention sublayer mixes the tokens: token 3's query reads token 1's key "
                     "and value, so the layer's output for token 3 moves when token 1 changes "
                     "(section 2).",
-         "both": "The FFN is applied to each position on its own: in section 4 token 3 fed alone "
+         "both": "The FFN is applied to each position on its own: in section 5 token 3 fed alone "
                  "gave exactly its row, so changing token 1 cannot move token 3's FFN output.",
          "ffn only": "It is the other way round: the FFN never looks at the other tokens "
-                     "(section 4), the attention does (section 2)."})
+                     "(section 5), the attention does (section 2)."})
 
 
 HEAD_MATRIX_HINTS = {
@@ -838,3 +838,38 @@ def check_head_matrix(answer_3=None):
         return _sentence(HEAD_MATRIX_HINTS[got]) + "."
     return ("One head's W^Q_i turns each token's d_model numbers into d_k numbers: work out "
             f"d_k for GPT-2 small (section 2), and write it as (rows, columns), not {got}.")
+
+
+PATH_HINTS = {   # a wrong number of layers -> the idea it misses
+    100: "that is one position per layer, the reach of a width-3 kernel (or the recurrent layer's "
+         "n − 1 steps): a centred kernel of width 5 reads 2 positions on each side, so each layer "
+         "reaches 2 positions further (section 3)",
+    99: "a centred kernel of width 5 reaches 2 positions further per layer, not 1, and from token 1 "
+        "to token 101 there are 100 positions to cross (section 3)",
+    25: "a kernel of width 5 centred on its position reads 2 positions on each side, not 4 behind: "
+        "each layer reaches 2 positions further (section 3)",
+    20: "n / k is Table 1's order of growth, not the count: each layer reaches (k − 1) / 2 = 2 "
+        "positions further, and there are n − 1 = 100 positions to cross",
+    51: "count the positions to cross, n − 1 = 100 (from token 1 to token 101), not the tokens",
+    3: "that is for dilated kernels, whose gaps grow 5-fold from layer to layer; a plain kernel "
+       "reaches the same 2 positions further in every layer",
+    1: "one layer links every pair in self-attention; a convolution layer reads only its window "
+       "of 5 positions (section 3)",
+}
+
+
+@checker
+def check_path_length(answer_4=None):
+    """Centred convolutions of width 5 on n = 101 tokens: 50 layers link the first and the last."""
+    value = number(answer_4, "answer_4")
+    if value == 50:
+        return Passed("Each layer reaches (k − 1) / 2 = 2 positions further, and from token 1 to "
+                      "token 101 there are 100 positions: 100 / 2 = 50 layers, where one "
+                      "self-attention layer suffices.")
+    if value != round(value):
+        return ("A number of layers is a whole number: count the positions to cross (n − 1 = 100) "
+                "and how far one layer reaches (section 3).")
+    if int(value) in PATH_HINTS:
+        return _sentence(PATH_HINTS[int(value)]) + "."
+    return ("Count the positions between the first and the last token (n − 1 = 100) and how far "
+            "one layer of a centred width-5 kernel reaches (section 3's path lengths).")
