@@ -148,12 +148,15 @@ MERGE_NO_TRANSPOSE_HINT = ("you joined the heads with a reshape alone: (b, h, n,
                            "(b, n, d_model) mixes the tokens. Move the head axis back behind the "
                            "tokens first, transpose(1, 2), then reshape.")
 
+INTERLEAVED_HINT = ("your heads take every h-th column: head i owns d_k consecutive columns, "
+                    "i·d_k to (i+1)·d_k − 1, so cut the last axis as (h, d_k), not (d_k, h).")
+
 SPLIT_MISTAKES = [
     ("no transpose",
      "you split with a view (or reshape) straight to (b, h, n, d_k): the shape is right, but each "
      "head then holds pieces of several tokens. Cut each token's d_model numbers into h groups, "
      "(b, n, h, d_k), then move the head axis in front of the tokens with transpose(1, 2)."),
-    ("interleaved", None),   # INTERLEAVED_HINT, defined with the self-attention hints below
+    ("interleaved", INTERLEAVED_HINT),
     ("transpose first",
      "you transposed before cutting: transpose(1, 2) on (b, n, d_model) lines up the columns, not "
      "the tokens. Cut each token first, view(b, n, h, d_k), then transpose(1, 2)."),
@@ -258,7 +261,7 @@ def _one_heads_case(my_split_heads, my_merge_heads, case):
     if not close(out, right, 1e-6):
         for how, hint in SPLIT_MISTAKES:
             if close(out, _split(x, h, how), 1e-6):
-                return f"my_split_heads: {hint or INTERLEAVED_HINT}"
+                return f"my_split_heads: {hint}"
         if close(out[:, 0], right[:, 0], 1e-6):
             return ("my_split_heads: head 1 is right but not the others: head i holds columns "
                     "i·d_k to (i+1)·d_k − 1 of every token.")
@@ -271,7 +274,7 @@ def _one_heads_case(my_split_heads, my_merge_heads, case):
     if not close(out, x, 1e-6):
         for how, hint in MERGE_MISTAKES:
             if close(out, _merge(heads, how), 1e-6):
-                return f"my_merge_heads: {hint or INTERLEAVED_HINT}"
+                return f"my_merge_heads: {hint}"
         return ("my_merge_heads: the shape is right but the numbers are not where they should be: "
                 "my_merge_heads(my_split_heads(t, h)) must give t back.")
     return None
@@ -366,8 +369,6 @@ SPLIT_HINT = ("you split the heads with a view (or reshape) straight to (b, h, n
               "is right, but each head then holds pieces of several tokens. Cut each token's "
               "d_model numbers into h groups, (b, n, h, d_k), then move the head axis in front of "
               "the tokens with transpose(1, 2).")
-INTERLEAVED_HINT = ("your heads take every h-th column: head i owns d_k consecutive columns, "
-                    "i·d_k to (i+1)·d_k − 1, so cut the last axis as (h, d_k), not (d_k, h).")
 TRANSPOSED_HINT = ("you multiplied by transposed matrices (x @ W.T, as for PyTorch's stored "
                    "weights): here W_Q, W_K, W_V and W_O are in the paper's orientation, "
                    "Q = x @ W_Q and the output is concat @ W_O.")
