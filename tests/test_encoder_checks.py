@@ -12,8 +12,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from helpers.checks.encoder import (
+    check_split_merge,
     check_ffn,
     check_head_matrix,
+    check_path_length,
     check_more_heads,
     check_per_position,
     check_pre_norm,
@@ -36,7 +38,174 @@ def expect(check, answer, words, capsys):
         assert words in printed, printed
 
 
-# --- Your turn 1: multi-head self-attention ------------------------------------------------------
+# --- Your turn 1: split and merge the heads ---------------------------------------------------
+
+def split(t, h):
+    b, n, d = t.shape
+    return t.view(b, n, h, d // h).transpose(1, 2)
+
+
+def merge(t):
+    b, h, n, d_k = t.shape
+    return t.transpose(1, 2).reshape(b, n, h * d_k)
+
+
+def split_by_slicing(t, h):
+    d_k = t.shape[-1] // h
+    return torch.stack([t[..., i * d_k:(i + 1) * d_k] for i in range(h)], dim=1)
+
+
+def merge_by_cat(t):
+    return torch.cat([t[:, i] for i in range(t.shape[1])], dim=-1)
+
+
+def split_with_unflatten(t, h):
+    return t.unflatten(-1, (h, -1)).permute(0, 2, 1, 3)
+
+
+def merge_with_contiguous_view(t):
+    b, h, n, d_k = t.shape
+    return t.transpose(1, 2).contiguous().view(b, n, h * d_k)
+
+
+def split_straight(t, h):
+    b, n, d = t.shape
+    return t.view(b, h, n, d // h)
+
+
+def split_every_hth_column(t, h):
+    b, n, d = t.shape
+    return t.view(b, n, d // h, h).permute(0, 3, 1, 2)
+
+
+def split_transposed_first(t, h):
+    b, n, d = t.shape
+    return t.transpose(1, 2).reshape(b, h, n, d // h)
+
+
+def split_without_transpose(t, h):
+    b, n, d = t.shape
+    return t.view(b, n, h, d // h)
+
+
+def split_heads_in_front_of_the_batch(t, h):
+    b, n, d = t.shape
+    return t.view(b, n, h, d // h).permute(2, 0, 1, 3)
+
+
+def split_all_axes_reversed(t, h):
+    b, n, d = t.shape
+    return t.view(b, n, h, d // h).transpose(1, 3)
+
+
+def split_with_float_d_k(t, h):
+    b, n, d = t.shape
+    return t.view(b, n, h, d / h).transpose(1, 2)
+
+
+def split_of_the_tiny_example(t, h):
+    return t.view(1, 3, 2, 2).transpose(1, 2)
+
+
+def split_for_the_first_case_only(t, h):
+    b, n, d = t.shape
+    return t.view(b, n, 3, d // 3).transpose(1, 2)
+
+
+def merge_with_view(t):
+    b, h, n, d_k = t.shape
+    return t.transpose(1, 2).view(b, n, h * d_k)
+
+
+def merge_without_transpose(t):
+    b, h, n, d_k = t.shape
+    return t.reshape(b, n, h * d_k)
+
+
+def merge_every_hth_column(t):
+    b, h, n, d_k = t.shape
+    return t.permute(0, 2, 3, 1).reshape(b, n, h * d_k)
+
+
+def merge_swapping_the_last_two(t):
+    b, h, n, d_k = t.shape
+    return t.transpose(2, 3).reshape(b, n, h * d_k)
+
+
+def merge_forgetting_the_reshape(t):
+    return t.transpose(1, 2)
+
+
+def merge_of_the_heads_tokens(t):
+    b, h, n, d_k = t.shape
+    return t.reshape(b, h * n, d_k)
+
+
+def unanswered_split(t, h):
+    """(b, n, d_model) -> (b, h, n, d_k)."""
+    ...
+
+
+def unanswered_merge(t):
+    """(b, h, n, d_k) -> (b, n, h·d_k)."""
+    ...
+
+
+def split_by_the_helpers(t, h):
+    from helpers.attention import split_heads
+    return split_heads(t, h)
+
+
+def merge_by_the_helpers(t):
+    import helpers.attention
+    return helpers.attention.merge_heads(t)
+
+
+@pytest.mark.parametrize("my_split, my_merge, words", [
+    (split, merge, None),
+    (split_by_slicing, merge_by_cat, None),
+    (split_with_unflatten, merge_with_contiguous_view, None),
+    (split_straight, merge, "straight to (b, h, n, d_k)"),
+    (split_every_hth_column, merge, "every h-th column"),
+    (split_transposed_first, merge, "you transposed before cutting"),
+    (split_without_transpose, merge, "the heads must come in front of the tokens"),
+    (split_heads_in_front_of_the_batch, merge, "returned (3, 2, 5, 4): the batch axis stays first"),
+    (split_all_axes_reversed, merge, "you swapped axes 1 and 3"),
+    (split_with_float_d_k, merge, "64 / 4 = 16.0, not 16"),
+    (split_of_the_tiny_example, merge, "does not fit t of shape (2, 5, 12)"),
+    (split_for_the_first_case_only, merge, "Right on the first tensor, but on the second"),
+    (split, merge_with_view, ".reshape(...)"),
+    (split, merge_without_transpose, "joined the heads with a reshape alone"),
+    (split, merge_every_hth_column, "columns end up interleaved"),
+    (split, merge_swapping_the_last_two, "swapped the last two axes"),
+    (split, merge_forgetting_the_reshape, "now glue each token's h groups"),
+    (split, merge_of_the_heads_tokens, "not the heads' tokens one after another"),
+    (split, lambda t: merge(t).half(), "is float16: compute in float32"),
+    (lambda t, h: (split(t, h), h), merge, "returned a tuple"),
+    (split_by_the_helpers, merge, "calls helpers.attention.split_heads, the very reference"),
+    (split, merge_by_the_helpers, "calls helpers.attention.merge_heads"),
+    (unanswered_split, unanswered_merge, "Not answered yet: write the body of my_split_heads"),
+    (split, unanswered_merge, "Not answered yet: write the body of my_merge_heads"),
+])
+def test_check_split_merge_names_the_mistake(my_split, my_merge, words, capsys):
+    passed, line = run(check_split_merge, my_split, my_merge, capsys=capsys)
+    assert passed == (words is None), line
+    if words:
+        assert words in line, line
+
+
+def test_the_split_mistakes_differ_from_the_right_split():
+    """On the check's shapes, each named mistake of the right shape gives other numbers."""
+    t = torch.randn(2, 5, 12)
+    for wrong in (split_straight, split_every_hth_column, split_transposed_first):
+        assert wrong(t, 3).shape == split(t, 3).shape
+        assert not torch.equal(wrong(t, 3), split(t, 3)), wrong.__name__
+    heads = split(t, 3).contiguous()
+    for wrong in (merge_without_transpose, merge_every_hth_column, merge_swapping_the_last_two):
+        assert wrong(heads).shape == t.shape and not torch.equal(wrong(heads), t), wrong.__name__
+
+
+# --- Your turn 2: multi-head self-attention ------------------------------------------------------
 
 def right(x, W_Q, W_K, W_V, W_O, h):
     b, n, d = x.shape
@@ -246,7 +415,7 @@ def test_the_mistakes_give_different_outputs_on_the_checks_inputs():
             assert (wrong(*args) - expected).abs().max() > 1e-2, wrong.__name__
 
 
-# --- Your turn 2: the feed-forward layer --------------------------------------------------------
+# --- Your turn 3: the feed-forward layer --------------------------------------------------------
 
 def right_ffn(x, L):
     return torch.relu(x @ L.linear1.weight.T + L.linear1.bias) @ L.linear2.weight.T + L.linear2.bias
@@ -260,21 +429,23 @@ def ffn_with(relu):
 
 @pytest.mark.parametrize("ffn, words", [
     (right_ffn, None),
-    (lambda x, L: L.linear2(F.relu(L.linear1(x))), None),
+    (lambda x, L: torch.addmm(L.linear2.bias, torch.relu(torch.addmm(L.linear1.bias, x.flatten(0, 1),
+                                                                     L.linear1.weight.T)),
+                              L.linear2.weight.T).view(x.shape), None),
     (ffn_with(lambda h: h.clamp(min=0)), None),
-    (ffn_with(lambda h: torch.maximum(h, torch.zeros_like(h))), None),
-    (ffn_with(lambda h: max(0, h)), "Python's max(0, h) cannot compare a whole tensor"),
-    (ffn_with(lambda h: torch.max(0, h)), "torch.max(0, h) is not the formula's max(0, ·)"),
-    (ffn_with(lambda h: torch.max(h, 0)), "torch.max(h, 0) returns the largest value"),
-    (ffn_with(lambda h: torch.maximum(h, 0)), "torch.maximum compares two tensors"),
-    (lambda x, L: L.linear2(L.linear1(x)), "ReLU is missing"),
-    (lambda x, L: L.linear2(F.gelu(L.linear1(x))), "GELU"),
+    (ffn_with(lambda z: torch.maximum(z, torch.zeros_like(z))), None),
+    (ffn_with(lambda z: max(0, z)), "Python's max(0, z) cannot compare a whole tensor"),
+    (ffn_with(lambda z: torch.max(0, z)), "torch.max(0, z) is not the formula's max(0, ·)"),
+    (ffn_with(lambda z: torch.max(z, 0)), "torch.max(z, 0) returns the largest value"),
+    (ffn_with(lambda z: torch.maximum(z, 0)), "torch.maximum compares two tensors"),
+    (ffn_with(lambda z: z), "ReLU is missing"),
+    (ffn_with(F.gelu), "GELU"),
     (lambda x, L: F.relu(right_ffn(x, L)), "not clipped"),
     (lambda x, L: F.relu(x @ L.linear1.weight.T) @ L.linear2.weight.T + L.linear2.bias, "b_1"),
-    (lambda x, L: F.relu(L.linear1(x)) @ L.linear2.weight.T, "b_2"),
+    (lambda x, L: F.relu(x @ L.linear1.weight.T + L.linear1.bias) @ L.linear2.weight.T, "b_2"),
     (lambda x, L: x + right_ffn(x, L), "shortcut"),
     (lambda x, L: F.relu(x @ L.linear1.weight + L.linear1.bias), "weight.T"),
-    (lambda x, L: F.relu(L.linear1(x)), "hidden layer"),
+    (lambda x, L: F.relu(x @ L.linear1.weight.T + L.linear1.bias), "hidden layer"),
     (lambda x, L: right_ffn(x[:1], L), "keep the input's shape"),
     (lambda x, L: right_ffn(x.view(2, 7, 64), L), "on the second"),
     (lambda x, L: 1 / 0, "ZeroDivisionError"),
@@ -293,7 +464,7 @@ def test_untouched_ffn_placeholder_is_not_answered(capsys):
     expect(check_ffn, ffn, "Not answered yet: write the body of ffn", capsys)
 
 
-# --- Your turn 4: the pre-norm layer ------------------------------------------------------------
+# --- Your turn 5: the pre-norm layer ------------------------------------------------------------
 
 def norm(x, n, unbiased=False):
     mu, var = x.mean(-1, keepdim=True), x.var(-1, unbiased=unbiased, keepdim=True)
@@ -373,7 +544,7 @@ def attention_given_one_input(x, L):
     (attention_tuple_as_tensor, "returns a pair (output, weights)"),
     (relu_of_the_tuple, "returns a pair (output, weights)"),
     (attention_given_one_input, "takes query, key and value"),
-    (lambda x, L: pre_norm(x, L, ffn=ffn_with(lambda h: max(0, h))), "Python's max(0, h)"),
+    (lambda x, L: pre_norm(x, L, ffn=ffn_with(lambda z: max(0, z))), "Python's max(0, z)"),
 ])
 def test_check_pre_norm_names_the_mistake(layer, words, capsys):
     expect(check_pre_norm, layer, words, capsys)
@@ -390,18 +561,25 @@ def test_checkers_leave_the_global_random_state_alone(capsys):
     assert torch.equal(torch.rand(3), expected)
 
 
-# --- Your turn 3: the shapes for a 7-letter source -------------------------------------------
+# --- Your turn 4: the shapes for a batch of 2 sources of 7 letters----------------------------------------
 
 @pytest.mark.parametrize("answer, words", [
-    (((1, 4, 7, 7), (1, 7, 256), (1, 7, 64)), None),
-    (([1, 4, 7, 7], torch.Size([1, 7, 256]), (1, 7, 64)), None),
-    (((1, 7, 4, 7), (1, 7, 256), (1, 7, 64)), "swapped"),
-    (((1, 4, 7, 16), (1, 7, 256), (1, 7, 64)), "n × n"),
-    (((1, 4, 5, 5), (1, 7, 256), (1, 7, 64)), "7 letters"),
-    (((1, 4, 7, 7), (1, 7, 64), (1, 7, 64)), "d_model instead of d_ff"),
-    (((1, 4, 7, 7), (1, 7, 256), (1, 7, 256)), "d_ff instead of d_model"),
-    (((1, 4, 7, 7), (1, 7, 256), (1, 4, 7, 16)), "concatenated"),
-    (((1, 4, 7, 7), (1, 7, 256), (2, 3)), "The memory should be 3-dimensional (1, 7, 64)"),
+    (((2, 4, 7, 7), (2, 7, 256), (2, 7, 64)), None),
+    (([2, 4, 7, 7], torch.Size([2, 7, 256]), (2, 7, 64)), None),
+    (((2, 7, 4, 7), (2, 7, 256), (2, 7, 64)), "swapped"),
+    (((4, 2, 7, 7), (2, 7, 256), (2, 7, 64)), "the batch axis comes first, then the heads"),
+    (((2, 4, 7, 16), (2, 7, 256), (2, 7, 64)), "n × n"),
+    (((2, 4, 14, 14), (2, 7, 256), (2, 7, 64)), "its own source"),
+    (((8, 7, 7), (2, 7, 256), (2, 7, 64)), "batch and the heads on two axes"),
+    (((2, 4, 5, 5), (2, 7, 256), (2, 7, 64)), "7 letters"),
+    (((1, 4, 7, 7), (1, 7, 256), (1, 7, 64)), "that is one source"),
+    (((2, 4, 7, 7), (1, 7, 256), (1, 7, 64)), "The FFN's hidden layer: that is one source"),
+    (((2, 4, 7, 7), (2, 7, 64), (2, 7, 64)), "d_model instead of d_ff"),
+    (((2, 4, 7, 7), (14, 256), (2, 7, 64)), "batch and the tokens on two axes"),
+    (((2, 4, 7, 7), (2, 7, 256), (2, 7, 256)), "d_ff instead of d_model"),
+    (((2, 4, 7, 7), (2, 7, 256), (2, 4, 7, 16)), "concatenated"),
+    (((2, 4, 7, 7), (2, 7, 256), (1, 7, 64)), "The memory: that is one source"),
+    (((2, 4, 7, 7), (2, 7, 256), (2, 3)), "The memory should be 3-dimensional, not (2, 3)"),
     ((None, None, None), "Not answered yet"),
 ])
 def test_check_shapes_names_the_confusion(answer, words, capsys):
@@ -419,7 +597,7 @@ def test_check_shapes_names_the_confusion(answer, words, capsys):
     ("feed-forward", "Check passed. More heads only cut d_model"),
     (" Feed-Forward ", "Check passed."),
     ("attention", "More heads do not add parameters"),
-    ("the same", "twice as many (section 6)"),
+    ("the same", "twice as many (section 7)"),
     ("ffn", "should be one of 'attention', 'feed-forward', 'the same'"),
     (None, "Not answered yet"),
 ])
@@ -439,7 +617,7 @@ def test_more_heads_do_not_change_the_attention_count():
 @pytest.mark.parametrize("answer, words", [
     ("layer only", "Check passed. The FFN transforms each position on its own"),
     ("neither", "token 3's query reads token 1's key"),
-    ("both", "in section 4 token 3 fed alone"),
+    ("both", "in section 5 token 3 fed alone"),
     ("ffn only", "the other way round"),
     ("yes", "should be one of"),
     (None, "Not answered yet"),
@@ -464,7 +642,7 @@ def test_changing_token_1_moves_the_layer_output_of_token_3_but_not_its_ffn_outp
 
 
 @pytest.mark.parametrize("answer, words", [
-    ((768, 64), "Check passed. W_Q^(i) turns each token's 768 numbers"),
+    ((768, 64), "Check passed. W^Q_i turns each token's 768 numbers"),
     ([768, 64], "Check passed."),
     ((768, 768), "all 12 heads side by side"),
     ((64, 64), "whole vector"),
@@ -542,3 +720,272 @@ def attention_reads_the_stream(x, L):
 ])
 def test_more_pre_norm_mistakes_are_named(layer, words, capsys):
     expect(check_pre_norm, layer, words, capsys)
+
+
+# --- The course's own reference is not an answer -------------------------------------------------
+
+def self_attention_by_pytorch(x, W_Q, W_K, W_V, W_O, h):
+    d = x.shape[-1]
+    mha = nn.MultiheadAttention(d, h, bias=False, batch_first=True)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.cat([W_Q.T, W_K.T, W_V.T]))
+        mha.out_proj.weight.copy_(W_O.T)
+    return mha(x, x, x)[0]
+
+
+def self_attention_by_the_functional_form(x, W_Q, W_K, W_V, W_O, h):
+    t = x.transpose(0, 1)
+    out, _ = F.multi_head_attention_forward(
+        t, t, t, x.shape[-1], h, torch.cat([W_Q.T, W_K.T, W_V.T]), None, None, None, False, 0.0,
+        W_O.T, None, training=False, need_weights=False)
+    return out.transpose(0, 1)
+
+
+def self_attention_by_the_helpers(x, W_Q, W_K, W_V, W_O, h):
+    from helpers.attention import attention, merge_heads, split_heads
+    heads, _ = attention(*(split_heads(x @ W, h) for W in (W_Q, W_K, W_V)))
+    return merge_heads(heads) @ W_O
+
+
+def self_attention_split_by_the_helpers(x, W_Q, W_K, W_V, W_O, h):
+    import helpers.attention
+    q, k, v = (helpers.attention.split_heads(x @ W, h) for W in (W_Q, W_K, W_V))
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+    b, n, d = x.shape
+    return (weights @ v).transpose(1, 2).reshape(b, n, d) @ W_O
+
+
+def ffn_by_linear_layers(x, L):
+    return L.linear2(F.relu(L.linear1(x)))
+
+
+def ffn_by_F_linear(x, L):
+    return F.linear(F.relu(F.linear(x, L.linear1.weight, L.linear1.bias)), L.linear2.weight, L.linear2.bias)
+
+
+def ffn_by_a_copied_linear(x, L):
+    first = nn.Linear(64, 256)
+    first.load_state_dict(L.linear1.state_dict())
+    return F.relu(first(x)) @ L.linear2.weight.T + L.linear2.bias
+
+
+def pre_norm_by_the_layer(x, L):
+    return L(x)
+
+
+def pre_norm_by_a_copy_of_the_layer(x, L):
+    copy = nn.TransformerEncoderLayer(64, 4, 256, batch_first=True, norm_first=True).eval()
+    copy.load_state_dict(L.state_dict())
+    return copy(x)
+
+
+@pytest.mark.parametrize("check, fn, words", [
+    (check_self_attention, self_attention_by_pytorch, "calls nn.MultiheadAttention, the very reference"),
+    (check_self_attention, self_attention_by_the_functional_form, "calls F.multi_head_attention_forward"),
+    (check_self_attention, self_attention_by_the_helpers, "calls helpers.attention.split_heads"),
+    (check_self_attention, self_attention_split_by_the_helpers, "calls helpers.attention.split_heads"),
+    (check_ffn, ffn_by_linear_layers, "calls L.linear1(...), the very reference"),
+    (check_ffn, ffn_by_F_linear, "calls F.linear"),
+    (check_ffn, ffn_by_a_copied_linear, "calls an nn.Linear layer"),
+    (check_pre_norm, pre_norm_by_the_layer, "calls L(x), the layer's own forward"),
+    (check_pre_norm, lambda x, L: L.forward(x), "the layer's own forward"),
+    (check_pre_norm, pre_norm_by_a_copy_of_the_layer, "nn.TransformerEncoderLayer's forward"),
+])
+def test_calling_the_reference_is_not_an_answer(check, fn, words, capsys):
+    expect(check, fn, words, capsys)
+
+
+def test_the_references_work_again_after_the_check(capsys):
+    for check, fn in ((check_self_attention, self_attention_by_the_helpers),
+                      (check_ffn, ffn_by_linear_layers), (check_pre_norm, pre_norm_by_the_layer)):
+        check(fn)
+    capsys.readouterr()
+    from helpers.attention import MultiHeadAttention, split_heads
+    assert split_heads(torch.zeros(1, 2, 8), 2).shape == (1, 2, 2, 4)
+    assert MultiHeadAttention(8, 2)(torch.zeros(1, 3, 8)).shape == (1, 3, 8)
+    assert nn.MultiheadAttention(8, 2)(*[torch.zeros(3, 1, 8)] * 3)[0].shape == (3, 1, 8)
+    assert F.linear(torch.ones(1, 2), torch.ones(3, 2)).shape == (1, 3)
+
+
+# --- The most common slips get a named hint, not a raw error -----------------------------------
+
+def d_k_as_a_float(x, W_Q, W_K, W_V, W_O, h):
+    b, n, d = x.shape
+    d_k = d / h
+    Q, K, V = [(x @ W).view(b, n, h, d_k).transpose(1, 2) for W in (W_Q, W_K, W_V)]
+    heads = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(d_k), dim=-1) @ V
+    return heads.transpose(1, 2).reshape(b, n, d) @ W_O
+
+
+def heads_sliced_with_a_float(x, W_Q, W_K, W_V, W_O, h):
+    d_k = x.shape[-1] / h
+    heads = []
+    for i in range(h):
+        cols = slice(i * d_k, (i + 1) * d_k)
+        q, k, v = x @ W_Q[:, cols], x @ W_K[:, cols], x @ W_V[:, cols]
+        heads.append(torch.softmax(q @ k.mT / math.sqrt(d_k), dim=-1) @ v)
+    return torch.cat(heads, dim=-1) @ W_O
+
+
+def scale_with_torch_sqrt(x, W_Q, W_K, W_V, W_O, h):
+    b, n, d = x.shape
+    d_k = d // h
+    Q, K, V = [(x @ W).view(b, n, h, d_k).transpose(1, 2) for W in (W_Q, W_K, W_V)]
+    heads = torch.softmax(Q @ K.transpose(-2, -1) / torch.sqrt(d_k), dim=-1) @ V
+    return heads.transpose(1, 2).reshape(b, n, d) @ W_O
+
+
+def softmax_without_dim(x, W_Q, W_K, W_V, W_O, h):
+    b, n, d = x.shape
+    Q, K, V = [(x @ W).view(b, n, h, d // h).transpose(1, 2) for W in (W_Q, W_K, W_V)]
+    heads = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(d // h)) @ V
+    return heads.transpose(1, 2).reshape(b, n, d) @ W_O
+
+
+def F_softmax_without_dim(x, W_Q, W_K, W_V, W_O, h):
+    b, n, d = x.shape
+    Q, K, V = [(x @ W).view(b, n, h, d // h).transpose(1, 2) for W in (W_Q, W_K, W_V)]
+    heads = F.softmax(Q @ K.transpose(-2, -1) / math.sqrt(d // h)) @ V   # the implicit dim
+    return heads.transpose(1, 2).reshape(b, n, d) @ W_O
+
+
+def self_attention_in_half_precision(x, W_Q, W_K, W_V, W_O, h):
+    return right(x, W_Q, W_K, W_V, W_O, h).half()
+
+
+@pytest.mark.parametrize("fn, words", [
+    (d_k_as_a_float, "64 / 4 = 16.0, not 16"),
+    (heads_sliced_with_a_float, "Write d_k = d_model // h"),
+    (scale_with_torch_sqrt, "math.sqrt(d_k)"),
+    (softmax_without_dim, "torch.softmax needs the axis it normalises: dim=-1"),
+    (F_softmax_without_dim, "F.softmax without dim= also picks axis 1"),
+    (self_attention_in_half_precision, "is float16: compute in float32"),
+    (lambda *a: right(*a).bfloat16(), "is bfloat16: compute in float32"),
+])
+def test_common_slips_of_self_attention_are_named(fn, words, capsys):
+    expect(check_self_attention, fn, words, capsys)
+
+
+def pre_norm_with_the_helpers_norm_given_the_module(x, L):
+    from helpers.norms import layer_norm
+    y = layer_norm(x, L.norm1)
+    x = x + L.self_attn(y, y, y)[0]
+    z = layer_norm(x, L.norm2)
+    return x + right_ffn(z, L)
+
+
+def pre_norm_with_the_helpers_norm(x, L):
+    from helpers.norms import layer_norm
+    y = layer_norm(x, L.norm1.weight, L.norm1.bias, L.norm1.eps)
+    x = x + L.self_attn(y, y, y)[0]
+    return x + right_ffn(layer_norm(x, L.norm2.weight, L.norm2.bias), L)
+
+
+def pre_norm_returning_the_attention_pair(x, L):
+    y = L.norm1(x)
+    return L.self_attn(y, y, y)
+
+
+@pytest.mark.parametrize("check, fn, words", [
+    (check_pre_norm, pre_norm_with_the_helpers_norm, None),
+    (check_pre_norm, pre_norm_with_the_helpers_norm_given_the_module, "takes x, γ and β"),
+    (check_pre_norm, pre_norm_returning_the_attention_pair,
+     "got a tuple: nn.MultiheadAttention returns (output, weights): take [0]"),
+    (check_pre_norm, lambda x, L: pre_norm(x, L).half(), "is float16: compute in float32"),
+    (check_ffn, lambda x, L: right_ffn(x, L).bfloat16(), "is bfloat16: compute in float32"),
+    (check_ffn, lambda x, L: (right_ffn(x, L), None), "should return one tensor, got a tuple."),
+])
+def test_common_slips_of_the_layer_functions_are_named(check, fn, words, capsys):
+    expect(check, fn, words, capsys)
+
+
+# --- Fuzz: every checker prints one line of its own, whatever it gets ---------------------------
+
+from tests.fuzz import assert_survives, wrong_functions, wrong_tensors  # noqa: E402
+
+STILL_RIGHT = ("float64", "float32", "relative 1e-4", "squeezed")
+ODD_VALUES = [None, ..., (), (1,), "abc", "", 1.5, float("nan"), True, 7, -1, [1, 2.5], (1, -4, 7, 7),
+              ((1, 2), (3, 4)), {"shape": (1, 7, 64)}, torch.zeros(3), torch.tensor(2.0), print,
+              lambda: 0, nn.Linear(2, 2), torch.Size([2, 7, 65])]
+
+
+@pytest.mark.parametrize("check, right_fn", [
+    (check_self_attention, right), (check_ffn, right_ffn), (check_pre_norm, pre_norm)],
+    ids=["self_attention", "ffn", "pre_norm"])
+def test_function_checkers_survive_perturbed_answers(check, right_fn, capsys):
+    for label, wrong in wrong_functions(right_fn):
+        line = assert_survives(capsys, check, wrong)
+        # float64/float32 copies, a 1e-4 relative change and a squeeze (no axis of size 1 here)
+        # are still right answers
+        assert label in STILL_RIGHT or not line.startswith("Check passed."), (label, line)
+    for value in ODD_VALUES:
+        assert_survives(capsys, check, value)
+
+
+def test_check_shapes_survives_odd_answers(capsys):
+    right_answer = ((2, 4, 7, 7), (2, 7, 256), (2, 7, 64))
+    values = ODD_VALUES + [v for _, v in wrong_tensors(torch.tensor([1, 4, 7, 7]))]
+    for position in range(3):
+        for value in values:
+            answer = list(right_answer)
+            answer[position] = value
+            line = assert_survives(capsys, check_shapes, *answer)
+            assert not line.startswith("Check passed."), (position, value, line)
+
+
+@pytest.mark.parametrize("check", [check_more_heads, check_per_position, check_head_matrix])
+def test_question_checkers_survive_odd_answers(check, capsys):
+    for value in ODD_VALUES + [v for _, v in wrong_tensors(torch.tensor([768.0, 64.0]))]:
+        assert_survives(capsys, check, value)
+
+
+def test_check_split_merge_survives_perturbed_answers(capsys):
+    for label, wrong in wrong_functions(split):
+        line = assert_survives(capsys, check_split_merge, wrong, merge)
+        assert label in STILL_RIGHT or not line.startswith("Check passed."), (label, line)
+    for label, wrong in wrong_functions(merge):
+        line = assert_survives(capsys, check_split_merge, split, wrong)
+        assert label in STILL_RIGHT or not line.startswith("Check passed."), (label, line)
+    for value in ODD_VALUES:
+        assert_survives(capsys, check_split_merge, value, merge)
+        assert_survives(capsys, check_split_merge, split, value)
+
+
+# --- Question 4: the path length of a stack of convolutions -----------------------------------
+
+@pytest.mark.parametrize("answer, words", [
+    (50, "Check passed. Each layer reaches (k − 1) / 2 = 2 positions further"),
+    (50.0, "Check passed."),
+    (torch.tensor(50), "Check passed."),
+    (100, "one position per layer"),
+    (99, "not 1, and from token 1"),
+    (25, "not 4 behind"),
+    (20, "Table 1's order of growth"),
+    (51, "not the tokens"),
+    (3, "dilated kernels"),
+    (1, "self-attention"),
+    (50.5, "whole number"),
+    (7, "Count the positions between the first and the last token"),
+    ("50", "should be a number"),
+    (None, "Not answered yet"),
+])
+def test_question_path_length(answer, words, capsys):
+    _, line = run(check_path_length, answer, capsys=capsys)
+    assert words in line, line
+
+
+def test_centred_width_5_convolutions_need_50_layers_for_101_tokens():
+    """The fact behind question 4, counted by following the links layer by layer."""
+    n = 101
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    link = ((i - j).abs() <= 2).float()
+    reached, layers = torch.zeros(n), 0
+    reached[0] = 1
+    while reached[-1] == 0:
+        reached, layers = (link @ reached > 0).float(), layers + 1
+    assert layers == 50
+
+
+def test_check_path_length_survives_odd_answers(capsys):
+    for value in ODD_VALUES + [float("inf"), -50, 10 ** 30, 1e300]:
+        assert_survives(capsys, check_path_length, value)

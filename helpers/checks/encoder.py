@@ -1,6 +1,6 @@
-"""Checks for notebook 03 (encoder layer): multi-head self-attention, the feed-forward layer,
-the shapes for a 7-letter source, the pre-norm layer, and the "Check your understanding"
-questions.
+"""Checks for notebook 03 (encoder layer): splitting and merging the heads, multi-head
+self-attention, the feed-forward layer, the shapes for a batch of 7-letter sources, the pre-norm
+layer, and the "Check your understanding" questions.
 
 The function checkers run the learner's function through :func:`helpers.checks.call` on two
 seeded random batches (batch > 1, two seeds, two sizes), compare it with PyTorch, and when it
@@ -15,7 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from helpers.checks import Hint, Passed, call, checker, choice, close, shape, tensor
+import helpers.attention
+from helpers.checks import Hint, Passed, call, checker, choice, close, number, shape, tensor
 
 D_MODEL, H, D_FF, N = 64, 4, 256, 7
 
@@ -29,19 +30,19 @@ def _sentence(text):
 
 RELU_ERRORS = [
     ("Boolean value of Tensor with more than one value is ambiguous",
-     "Python's max(0, h) cannot compare a whole tensor with 0 (nor can an `if` on a tensor). "
-     "The formula's max(0, ·) is taken number by number, which is ReLU: write torch.relu(h) or "
-     "h.clamp(min=0)."),
+     "Python's max(0, z) cannot compare a whole tensor with 0 (nor can an `if` on a tensor). "
+     "The formula's max(0, ·) is taken number by number, which is ReLU: write torch.relu(z) or "
+     "z.clamp(min=0)."),
     ("max() received an invalid combination of arguments",
-     "torch.max(0, h) is not the formula's max(0, ·): torch.max wants a tensor first (with a "
+     "torch.max(0, z) is not the formula's max(0, ·): torch.max wants a tensor first (with a "
      "number it reads an axis). Take the maximum number by number, which is ReLU: "
-     "torch.relu(h) or h.clamp(min=0)."),
+     "torch.relu(z) or z.clamp(min=0)."),
     ("torch.return_types.max",
-     "torch.max(h, 0) returns the largest value along axis 0 and its index, not ReLU: write "
-     "torch.relu(h) or h.clamp(min=0)."),
+     "torch.max(z, 0) returns the largest value along axis 0 and its index, not ReLU: write "
+     "torch.relu(z) or z.clamp(min=0)."),
     ("maximum(): argument 'other'",
-     "torch.maximum compares two tensors: torch.maximum(h, torch.zeros_like(h)), or simply "
-     "torch.relu(h)."),
+     "torch.maximum compares two tensors: torch.maximum(z, torch.zeros_like(z)), or simply "
+     "torch.relu(z)."),
 ]
 
 MHA_ERRORS = [
@@ -51,6 +52,15 @@ MHA_ERRORS = [
     (re.compile(r"\btuple\b"),
      "L.self_attn(y, y, y) returns a pair (output, weights), not a tensor: take its first "
      "item, L.self_attn(y, y, y, need_weights=False)[0]."),
+]
+
+NORM_ERRORS = [
+    ("missing 1 required positional argument: 'beta'",
+     "helpers.norms.layer_norm takes x, γ and β (notebook 02): "
+     "layer_norm(x, L.norm1.weight, L.norm1.bias), not the LayerNorm module itself."),
+    ("missing 2 required positional arguments: 'gamma' and 'beta'",
+     "helpers.norms.layer_norm takes x, γ and β (notebook 02): "
+     "layer_norm(x, L.norm1.weight, L.norm1.bias)."),
 ]
 
 VIEW_ERRORS = [
@@ -68,6 +78,18 @@ VIEW_ERRORS = [
      "heads must be joined back to (b, n, d_model) before @ W_O."),
 ]
 
+SLIP_ERRORS = [   # the most common slips of any function exercise of this notebook
+    (re.compile(r"tuple of ints,\s*(but got|not) float|slice indices must be integers"),
+     "a size is a float: d_model / h is a float even when it divides exactly (64 / 4 = 16.0, "
+     "not 16), and a shape or a slice needs whole numbers. Write d_k = d_model // h (integer "
+     "division)."),
+    ("sqrt(): argument 'input' (position 1) must be Tensor, not",
+     "torch.sqrt takes a tensor, not a number: write math.sqrt(d_k) (or d_k ** 0.5)."),
+    ('softmax() missing 1 required positional arguments: "dim"',
+     "torch.softmax needs the axis it normalises: dim=-1, the keys, so that each query's "
+     "weights sum to 1."),
+]
+
 KT_ERRORS = [   # the first batch only: a function right there holds no K.T
     ("on tensors of dimension other than 2",
      "K.T reverses all the axes of a tensor; on the heads, (b, h, n, d_k), swap only the last two: "
@@ -79,12 +101,11 @@ KT_ERRORS = [   # the first batch only: a function right there holds no K.T
 ]
 
 
-def _run(fn, name, *args, errors=()):
-    """call(fn, name, *args), with the raw error of a usual mistake replaced by what to write.
-
-    An advice may name {shape}, the shape of the first argument."""
+def _run(fn, name, *args, errors=(), reference=(), instead=""):
+    """call(fn, name, *args, reference=..., instead=...), with the raw error of a usual mistake
+    replaced by what to write. An advice may name {shape}, the shape of the first argument."""
     try:
-        return call(fn, name, *args)
+        return call(fn, name, *args, reference=reference, instead=instead)
     except Hint as hint:
         text = str(hint)
         raised = re.match(r"^.*? raised (\w+): (.*)$", text)
@@ -98,6 +119,14 @@ def _run(fn, name, *args, errors=()):
         raise
 
 
+def _full_precision(out, name):
+    """Raise Hint when out is a float16 or bfloat16 tensor: too few digits to compare."""
+    if isinstance(out, torch.Tensor) and out.dtype in (torch.float16, torch.bfloat16):
+        raise Hint(f"{name} is {str(out.dtype).removeprefix('torch.')}: compute in float32, the "
+                   "dtype of the input (half precision keeps only about 3 significant digits, "
+                   "too few to compare with PyTorch).")
+
+
 def _match(out, candidates, tol=1e-4):
     """The hint of the first candidate output that out equals, else None."""
     for candidate, hint in candidates:
@@ -108,7 +137,171 @@ def _match(out, candidates, tol=1e-4):
     return None
 
 
-# --- Your turn 1: multi-head self-attention ------------------------------------------------------
+# --- Your turn 1: split and merge the heads ---------------------------------------------------
+
+HEADS_CASES = ((0, 2, 5, 12, 3), (1, 3, 6, 8, 4))   # seed, batch, tokens, d_model, heads: n ≠ d_k ≠ h
+HEADS_REFERENCE = [(helpers.attention, "split_heads", "helpers.attention.split_heads"),
+                   (helpers.attention, "merge_heads", "helpers.attention.merge_heads")]
+HEADS_INSTEAD = "write the view, transpose and reshape yourself."
+
+MERGE_NO_TRANSPOSE_HINT = ("you joined the heads with a reshape alone: (b, h, n, d_k) reshaped to "
+                           "(b, n, d_model) mixes the tokens. Move the head axis back behind the "
+                           "tokens first, transpose(1, 2), then reshape.")
+
+INTERLEAVED_HINT = ("your heads take every h-th column: head i owns d_k consecutive columns, "
+                    "i·d_k to (i+1)·d_k − 1, so cut the last axis as (h, d_k), not (d_k, h).")
+
+SPLIT_MISTAKES = [
+    ("no transpose",
+     "you split with a view (or reshape) straight to (b, h, n, d_k): the shape is right, but each "
+     "head then holds pieces of several tokens. Cut each token's d_model numbers into h groups, "
+     "(b, n, h, d_k), then move the head axis in front of the tokens with transpose(1, 2)."),
+    ("interleaved", INTERLEAVED_HINT),
+    ("transpose first",
+     "you transposed before cutting: transpose(1, 2) on (b, n, d_model) lines up the columns, not "
+     "the tokens. Cut each token first, view(b, n, h, d_k), then transpose(1, 2)."),
+]
+MERGE_MISTAKES = [
+    ("no transpose", MERGE_NO_TRANSPOSE_HINT),
+    ("interleaved",
+     "your heads' columns end up interleaved: head i's d_k numbers must sit side by side, in "
+     "columns i·d_k to (i+1)·d_k − 1 of each token. Move the head axis behind the tokens, "
+     "transpose(1, 2), then reshape."),
+    ("last two swapped",
+     "you swapped the last two axes (tokens and d_k) before the reshape: the axes to swap back are "
+     "the heads and the tokens, transpose(1, 2)."),
+]
+
+SPLIT_SHAPE_HINTS = {   # (the wrong shape as a function of b, h, n, d_k) -> hint
+    lambda b, h, n, d_k: (b, n, h, d_k):
+        "you cut each token into h groups, (b, n, h, d_k), but the heads must come in front of "
+        "the tokens, (b, h, n, d_k): swap axes 1 and 2 with transpose(1, 2)",
+    lambda b, h, n, d_k: (b, n, d_k, h):
+        "cut the last axis as (h, d_k), head first (head i owns d_k consecutive columns), then "
+        "move the head axis in front of the tokens",
+    lambda b, h, n, d_k: (h, b, n, d_k):
+        "the batch axis stays first: move the heads in front of the tokens only, (b, h, n, d_k), "
+        "with transpose(1, 2)",
+    lambda b, h, n, d_k: (b, h, d_k, n):
+        "tokens come before the d_k numbers: (b, h, n, d_k). Swap axes 1 and 2 (tokens and "
+        "heads), not more",
+    lambda b, h, n, d_k: (b, d_k, h, n):
+        "you swapped axes 1 and 3 of (b, n, h, d_k): only the tokens and the heads trade places, "
+        "transpose(1, 2)",
+    lambda b, h, n, d_k: (b * h, n, d_k):
+        "keep the batch and the heads on two axes: (b, h, n, d_k)",
+    lambda b, h, n, d_k: (b, h, n * d_k):
+        "each head holds one (n, d_k) table: (b, h, n, d_k)",
+}
+MERGE_SHAPE_HINTS = {
+    lambda b, h, n, d_k: (b, n, h, d_k):
+        "the tokens are back in front of the heads, (b, n, h, d_k): now glue each token's h "
+        "groups into one row, reshape(b, n, h * d_k)",
+    lambda b, h, n, d_k: (b, h * n, d_k):
+        "glue the h groups of each token side by side, (b, n, h * d_k), not the heads' tokens "
+        "one after another",
+    lambda b, h, n, d_k: (b, n * h * d_k):
+        "keep one row per token: (b, n, h * d_k)",
+    lambda b, h, n, d_k: (b, d_k, h * n):
+        "keep one row per token: move the head axis behind the tokens, transpose(1, 2), then "
+        "reshape to (b, n, h * d_k)",
+}
+
+
+SPLIT_ERRORS = [
+    ("is invalid for input of size",
+     "a view or reshape asked for a shape that does not fit t of shape {shape}: read b, n and "
+     "d_model from t.shape, and d_k = d_model // h from the h you are given."),
+]
+MERGE_ERRORS = [
+    ("view size is not compatible",
+     "view(...) after transpose(1, 2) fails because the numbers are no longer stored in row "
+     "order: join the heads with .reshape(...) (or .contiguous().view(...))."),
+    ("is invalid for input of size",
+     "a view or reshape asked for a shape that does not fit t of shape {shape}: read b, h, n "
+     "and d_k from t.shape; the result is (b, n, h * d_k)."),
+]
+
+
+def _heads_case(seed, b, n, d_model, h):
+    with torch.random.fork_rng(devices=[]):   # leave the notebook's random state alone
+        torch.manual_seed(seed)
+        return torch.randn(b, n, d_model)
+
+
+def _heads_output(out, name, expected, given, sizes, shape_hints):
+    """The learner's output as a float tensor of the expected shape, or raise Hint.
+
+    given: the input tensor; sizes: (b, h, n, d_k), what shape_hints' keys are functions of."""
+    if isinstance(out, (tuple, list)) and out and isinstance(out[0], torch.Tensor):
+        raise Hint(f"{name} returned a {type(out).__name__}: return one tensor of shape "
+                   f"{tuple(expected.shape)}.")
+    _full_precision(out, f"The output of {name}")
+    out = tensor(out, f"the output of {name}")
+    got = tuple(out.shape)
+    if got != tuple(expected.shape):
+        for wrong_shape, hint in shape_hints.items():
+            if got == wrong_shape(*sizes):
+                raise Hint(f"{name} returned {got}: {hint}.")
+        raise Hint(f"{name} should return {tuple(expected.shape)} for an input of shape "
+                   f"{tuple(given.shape)}, got {got}.")
+    return out
+
+
+def _one_heads_case(my_split_heads, my_merge_heads, case):
+    """None when both are right on this case, else the hint."""
+    _, b, n, d_model, h = case
+    d_k = d_model // h
+    x = _heads_case(*case)
+    sizes = (b, h, n, d_k)
+    right = _split(x, h, "right")
+    out = _run(my_split_heads, "my_split_heads(t, h)", x, h, errors=SLIP_ERRORS + SPLIT_ERRORS,
+               reference=HEADS_REFERENCE, instead=HEADS_INSTEAD)
+    out = _heads_output(out, "my_split_heads", right, x, sizes, SPLIT_SHAPE_HINTS)
+    if not close(out, right, 1e-6):
+        for how, hint in SPLIT_MISTAKES:
+            if close(out, _split(x, h, how), 1e-6):
+                return f"my_split_heads: {hint}"
+        if close(out[:, 0], right[:, 0], 1e-6):
+            return ("my_split_heads: head 1 is right but not the others: head i holds columns "
+                    "i·d_k to (i+1)·d_k − 1 of every token.")
+        return ("my_split_heads: the shape is right but the numbers are not where they should be: "
+                "head i must hold columns i·d_k to (i+1)·d_k − 1 of every token.")
+    heads = right.contiguous()   # as the product weights @ V returns it: stored head by head
+    out = _run(my_merge_heads, "my_merge_heads(t)", heads, errors=SLIP_ERRORS + MERGE_ERRORS,
+               reference=HEADS_REFERENCE, instead=HEADS_INSTEAD)
+    out = _heads_output(out, "my_merge_heads", x, heads, sizes, MERGE_SHAPE_HINTS)
+    if not close(out, x, 1e-6):
+        for how, hint in MERGE_MISTAKES:
+            if close(out, _merge(heads, how), 1e-6):
+                return f"my_merge_heads: {hint}"
+        return ("my_merge_heads: the shape is right but the numbers are not where they should be: "
+                "my_merge_heads(my_split_heads(t, h)) must give t back.")
+    return None
+
+
+@checker
+def check_split_merge(my_split_heads=None, my_merge_heads=None):
+    """my_split_heads(t, h): (b, n, d_model) -> (b, h, n, d_k); my_merge_heads undoes it."""
+    for i, case in enumerate(HEADS_CASES):
+        try:
+            hint = _one_heads_case(my_split_heads, my_merge_heads, case)
+        except Hint as raised:
+            if i == 0 or str(raised).startswith("Not answered yet"):
+                raise
+            hint = str(raised)
+        if hint and i:
+            _, b, n, d_model, h = case
+            said = hint.rstrip(".")
+            advice = "" if "t.shape" in said else ". Read every size from t.shape (and h)"
+            return (f"Right on the first tensor, but on the second (t of shape {(b, n, d_model)}, "
+                    f"h = {h}): {said}{advice}.")
+        if hint:
+            return hint
+    return None
+
+
+# --- Your turn 2: multi-head self-attention ------------------------------------------------------
 
 SA_NAME = "my_self_attention(x, W_Q, W_K, W_V, W_O, h)"
 SA_CASES = ((0, 3, 6, 64, 4), (1, 2, 5, 48, 6))   # seed, batch, tokens, d_model, heads
@@ -136,6 +329,8 @@ def _split(t, h, how):
         return t.reshape(b, h, n, d // h)
     if how == "interleaved":
         return t.reshape(b, n, d // h, h).permute(0, 3, 1, 2)
+    if how == "transpose first":
+        return t.transpose(1, 2).reshape(b, h, n, d // h)
     return t.reshape(b, n, h, d // h).transpose(1, 2)
 
 
@@ -146,6 +341,8 @@ def _merge(t, how):
         return t.reshape(b, n, h * d_k)
     if how == "interleaved":
         return t.permute(0, 2, 3, 1).reshape(b, n, h * d_k)
+    if how == "last two swapped":
+        return t.transpose(2, 3).reshape(b, n, h * d_k)
     return t.transpose(1, 2).reshape(b, n, h * d_k)
 
 
@@ -172,8 +369,6 @@ SPLIT_HINT = ("you split the heads with a view (or reshape) straight to (b, h, n
               "is right, but each head then holds pieces of several tokens. Cut each token's "
               "d_model numbers into h groups, (b, n, h, d_k), then move the head axis in front of "
               "the tokens with transpose(1, 2).")
-INTERLEAVED_HINT = ("your heads take every h-th column: head i owns d_k consecutive columns, "
-                    "i·d_k to (i+1)·d_k − 1, so cut the last axis as (h, d_k), not (d_k, h).")
 TRANSPOSED_HINT = ("you multiplied by transposed matrices (x @ W.T, as for PyTorch's stored "
                    "weights): here W_Q, W_K, W_V and W_O are in the paper's orientation, "
                    "Q = x @ W_Q and the output is concat @ W_O.")
@@ -201,7 +396,8 @@ SA_MISTAKES = [
      "your softmax runs over the queries (dim=-2): each query's weights over the keys must sum "
      "to 1, so take the softmax over the last axis, the keys (dim=-1)."),
     ({"dim": 1},
-     "your softmax runs over the heads (dim=1): take it over the last axis, the keys (dim=-1)."),
+     "your softmax runs over the heads (dim=1; F.softmax without dim= also picks axis 1 of a 4-D "
+     "tensor): take it over the last axis, the keys (dim=-1)."),
     ({"swap": True},
      "your scores are K Qᵀ, keys against queries: row i must hold query i against every key, "
      "Q Kᵀ."),
@@ -225,6 +421,7 @@ def _sa_output(out, args, expected):
         if isinstance(first, torch.Tensor) and first.shape == expected.shape:
             raise Hint("my_self_attention returned a tuple: return the output alone, one tensor "
                        f"of shape (b, n, d_model) = {tuple(expected.shape)}.")
+    _full_precision(out, "The output of my_self_attention")
     out = tensor(out, "the output of my_self_attention")
     got = tuple(out.shape)
     if got == (b, h, n, d_model // h):
@@ -239,17 +436,30 @@ def _sa_output(out, args, expected):
     return out
 
 
+SA_REFERENCE = [
+    (nn.MultiheadAttention, "forward", "nn.MultiheadAttention"),
+    (F, "multi_head_attention_forward", "F.multi_head_attention_forward"),
+    (helpers.attention.MultiHeadAttention, "forward", "helpers.attention.MultiHeadAttention"),
+    (helpers.attention, "split_heads", "helpers.attention.split_heads"),
+    (helpers.attention, "merge_heads", "helpers.attention.merge_heads"),
+    (helpers.attention, "attention", "helpers.attention.attention"),
+]
+SA_INSTEAD = ("write the steps yourself with @, view or reshape, transpose and torch.softmax "
+              "(your my_split_heads and my_merge_heads of Your turn 1 are welcome).")
+
+
 @checker
 def check_self_attention(my_self_attention=None):
     """my_self_attention(x, W_Q, W_K, W_V, W_O, h) equals nn.MultiheadAttention(bias=False)."""
-    for number, case in enumerate(SA_CASES):
+    for i, case in enumerate(SA_CASES):
         args, expected = _sa_case(*case)
         try:
             out = _run(my_self_attention, SA_NAME, *args,
-                       errors=VIEW_ERRORS + (KT_ERRORS if number == 0 else []))
+                       errors=SLIP_ERRORS + VIEW_ERRORS + (KT_ERRORS if i == 0 else []),
+                       reference=SA_REFERENCE, instead=SA_INSTEAD)
             out = _sa_output(out, args, expected)
         except Hint as hint:
-            if number == 0 or str(hint).startswith("Not answered yet"):
+            if i == 0 or str(hint).startswith("Not answered yet"):
                 raise
             said = str(hint).rstrip(".")
             advice = ("" if "x.shape" in said else
@@ -262,7 +472,7 @@ def check_self_attention(my_self_attention=None):
                             for kw, hint in SA_MISTAKES])
         if hint:
             return hint
-        if number:
+        if i:
             _, b, n, d_model, h = SA_CASES[0]
             return (f"Right on the first batch (x of shape {(b, n, d_model)}, h = {h}) but not on "
                     f"the second ({tuple(args[0].shape)}, h = {args[5]}): read b, n and d_model "
@@ -274,51 +484,64 @@ def check_self_attention(my_self_attention=None):
 
 
 
-# --- Your turn 3: the shapes for a 7-letter source -------------------------------------------
+# --- Your turn 4: the shapes for a batch of 2 sources of 7 letters -----------------------------
+
+B = 2   # sources in the batch
+
+ONE_SOURCE = "that is one source: the batch holds 2, and the batch axis comes first"
 
 WEIGHT_HINTS = {
-    (1, 7, 4, 7): "heads and tokens are swapped: after splitting, the head axis comes right "
+    (B, N, H, N): "heads and tokens are swapped: after splitting, the head axis comes right "
                   "after the batch, (batch, h, queries, keys)",
-    (1, 7, 7, 4): "the head axis comes right after the batch: (batch, h, queries, keys)",
-    (1, 4, 7, 16): "(1, 4, 7, 16) is Q, K or V split into heads (d_k = 16 columns); the weights "
+    (B, N, N, H): "the head axis comes right after the batch: (batch, h, queries, keys)",
+    (H, B, N, N): "the batch axis comes first, then the heads: (batch, h, queries, keys)",
+    (B, H, N, 16): "(2, 4, 7, 16) is Q, K or V split into heads (d_k = 16 columns); the weights "
                    "hold one score per query and key, so their last two axes are n × n",
-    (1, 4, 16, 16): "the weights compare tokens with tokens (n × n), not columns with columns",
-    (1, 7, 7): "every head has its own table of weights: keep the head axis, (1, h, n, n)",
-    (4, 7, 7): "keep the batch axis in front: (batch, h, n, n)",
-    (1, 4, 5, 5): "that is the 5-letter example from the text: this source has 7 letters",
-    (1, 8, 7, 7): "the small model has h = 4 heads (8 is the paper's base model)",
-    (1, 4, 7, 64): "the weights hold one score per query and key: their last two axes are n × n",
-    (1, 7, 64): "that is the shape of the attention's output after W_O; the weights are one "
+    (B, H, 16, 16): "the weights compare tokens with tokens (n × n), not columns with columns",
+    (B, N, N): "every head has its own table of weights: keep the head axis, (batch, h, n, n)",
+    (H, N, N): "keep the batch axis in front: (batch, h, n, n)",
+    (B * H, N, N): "keep the batch and the heads on two axes: (batch, h, n, n)",
+    (B, H, N * B, N * B): "each source has its own table: a token only reads the tokens of its "
+                          "own source, so the last two axes are n × n with n = 7",
+    (B, H, 5, 5): "that is the 5-letter example from the text: these sources have 7 letters",
+    (B, 8, N, N): "the tiny model has h = 4 heads (8 is the paper's base model)",
+    (B, H, N, 64): "the weights hold one score per query and key: their last two axes are n × n",
+    (B, N, 64): "that is the shape of the attention's output after W_O; the weights are one "
                 "n × n table per head",
+    (1, H, N, N): ONE_SOURCE,
 }
 
 HIDDEN_HINTS = {
-    (1, 7, 64): "you used d_model instead of d_ff: the first linear layer widens every "
+    (B, N, 64): "you used d_model instead of d_ff: the first linear layer widens every "
                 "position to d_ff = 256 numbers",
-    (1, 4, 7, 256): "the feed-forward layer works on whole positions, after the heads are "
+    (B, H, N, 256): "the feed-forward layer works on whole positions, after the heads are "
                     "concatenated: no head axis",
-    (1, 4, 7, 64): "the feed-forward layer works on whole positions after the heads are "
+    (B, H, N, 64): "the feed-forward layer works on whole positions after the heads are "
                    "concatenated (no head axis), and widens them to d_ff = 256",
-    (1, 7, 2048): "2048 is the paper's d_ff; the small model has d_ff = 256",
-    (1, 5, 256): "that is the 5-letter example from the text: this source has 7 letters",
-    (7, 256): "keep the batch axis in front: (batch, n, d_ff)",
-    (1, 256, 7): "tokens come before features: (batch, n, d_ff)",
-    (1, 7, 7): "the hidden layer has d_ff numbers per position, not one per token",
+    (B, N, 2048): "2048 is the paper's d_ff; the tiny model has d_ff = 256",
+    (B, 5, 256): "that is the 5-letter example from the text: these sources have 7 letters",
+    (N, 256): "keep the batch axis in front: (batch, n, d_ff)",
+    (B * N, 256): "keep the batch and the tokens on two axes: (batch, n, d_ff)",
+    (B, 256, N): "tokens come before features: (batch, n, d_ff)",
+    (B, N, N): "the hidden layer has d_ff numbers per position, not one per token",
+    (1, N, 256): ONE_SOURCE,
 }
 
 MEMORY_HINTS = {
-    (1, 7, 256): "you used d_ff instead of d_model: the second linear layer brings every "
+    (B, N, 256): "you used d_ff instead of d_model: the second linear layer brings every "
                  "position back to d_model = 64, so that layers can be stacked",
-    (1, 4, 7, 16): "the heads are concatenated and W_O maps them back: the layer's output has "
+    (B, H, N, 16): "the heads are concatenated and W_O maps them back: the layer's output has "
                    "d_model = 64 numbers per position and no head axis",
-    (1, 4, 7, 7): "those are the attention weights; the memory has one vector of d_model "
+    (B, H, N, N): "those are the attention weights; the memory has one vector of d_model "
                   "numbers per source token",
-    (1, 7, 7): "the memory has one vector of d_model = 64 numbers per token, not one number "
+    (B, N, N): "the memory has one vector of d_model = 64 numbers per token, not one number "
                "per pair of tokens",
-    (1, 7, 512): "512 is the paper's d_model; the small model has d_model = 64",
-    (1, 5, 64): "that is the 5-letter example from the text: this source has 7 letters",
-    (7, 64): "keep the batch axis in front: (batch, n, d_model)",
-    (1, 64, 7): "tokens come before features: (batch, n, d_model)",
+    (B, N, 512): "512 is the paper's d_model; the tiny model has d_model = 64",
+    (B, 5, 64): "that is the 5-letter example from the text: these sources have 7 letters",
+    (N, 64): "keep the batch axis in front: (batch, n, d_model)",
+    (B * N, 64): "keep the batch and the tokens on two axes: (batch, n, d_model)",
+    (B, 64, N): "tokens come before features: (batch, n, d_model)",
+    (1, N, 64): ONE_SOURCE,
 }
 
 
@@ -329,26 +552,27 @@ def _check_shape(answer, name, expected, hints):
     name = _sentence(name)
     if got in hints:
         raise Hint(f"{name}: {hints[got]}.")
-    raise Hint(f"{name} should be {len(expected)}-dimensional {expected}, not {got}: write out "
-               "the axes step by step with n = 7, h = 4, d_k = 16, d_ff = 256.")
+    raise Hint(f"{name} should be {len(expected)}-dimensional, not {got}: write out the axes "
+               "step by step with batch = 2, n = 7, h = 4, d_k = 16, d_ff = 256.")
 
 
 @checker
 def check_shapes(weights_shape=None, hidden_shape=None, memory_shape=None):
-    """The shapes for one 7-letter source in the small model (d_model 64, h 4, d_ff 256)."""
-    _check_shape(weights_shape, "the attention weights", (1, H, N, N), WEIGHT_HINTS)
-    _check_shape(hidden_shape, "the FFN's hidden layer", (1, N, D_FF), HIDDEN_HINTS)
-    _check_shape(memory_shape, "the memory", (1, N, D_MODEL), MEMORY_HINTS)
-    L, x = _test_layer(False, 2017, 1, N)
+    """The shapes for a batch of 2 sources of 7 letters in the tiny model (64, h 4, d_ff 256)."""
+    _check_shape(weights_shape, "the attention weights", (B, H, N, N), WEIGHT_HINTS)
+    _check_shape(hidden_shape, "the FFN's hidden layer", (B, N, D_FF), HIDDEN_HINTS)
+    _check_shape(memory_shape, "the memory", (B, N, D_MODEL), MEMORY_HINTS)
+    L, x = _test_layer(False, 2017, B, N)
     with torch.no_grad():
         weights = L.self_attn(x, x, x, average_attn_weights=False)[1]
         hidden = F.relu(L.linear1(x))
         measured = [tuple(t.shape) for t in (weights, hidden, L(x))]
-    if measured != [(1, H, N, N), (1, N, D_FF), (1, N, D_MODEL)]:
+    if measured != [(B, H, N, N), (B, N, D_FF), (B, N, D_MODEL)]:
         raise Hint(f"PyTorch's layer gave other shapes: {measured}.")
-    return Passed(f"PyTorch's layer run on 7 tokens gives {measured[0]}, {measured[1]} and "
-                  f"{measured[2]}: the weights grow with the square of the length (7 × 7 per "
-                  "head), the hidden tensor and the memory with the length only (7 rows).")
+    return Passed(f"PyTorch's layer run on 2 sources of 7 tokens gives {measured[0]}, "
+                  f"{measured[1]} and {measured[2]}: the weights grow with the square of the "
+                  "length (7 × 7 per head and per source), the hidden tensor and the memory with "
+                  "the length only (7 rows per source).")
 
 
 # --- The test layers of the feed-forward and pre-norm checks ---------------------------------
@@ -389,12 +613,17 @@ def _norm(x, norm, affine=True, unbiased=False):
     return y * norm.weight + norm.bias if affine else y
 
 
-def _layer_output(fn, name, x, L, errors):
-    """The learner's fn(x, L) as a float tensor of x's shape, or raise Hint."""
-    out = _run(fn, f"{name}(x, L)", x, L, errors=errors)
+def _layer_output(fn, name, x, L, errors, reference, instead, tuple_hint):
+    """The learner's fn(x, L) as a float tensor of x's shape, or raise Hint.
+
+    reference(L): the (owner, attribute, label) triples the function may not call."""
+    out = _run(fn, f"{name}(x, L)", x, L, errors=errors, reference=reference(L), instead=instead)
     if isinstance(out, (tuple, list)):
-        raise Hint(f"{name} should return one tensor, got a {type(out).__name__}.")
-    out = tensor(out, f"the output of {name}")
+        raise Hint(f"{name} should return one tensor, got a {type(out).__name__}"
+                   + (f": {tuple_hint}." if tuple_hint and out and isinstance(out[0], torch.Tensor)
+                      else "."))
+    _full_precision(out, f"The output of {name}")
+    out = tensor(out, f"the output of {name}", tuple_hint=tuple_hint)
     b, n, _ = x.shape
     if tuple(out.shape) != tuple(x.shape):
         if tuple(out.shape) == (b, n, D_FF):
@@ -404,14 +633,15 @@ def _layer_output(fn, name, x, L, errors):
     return out
 
 
-def _check_layer_function(fn, name, norm_first, expected, mistakes, generic, errors):
+def _check_layer_function(fn, name, norm_first, expected, mistakes, generic, errors,
+                          reference, instead, tuple_hint=None):
     """Run fn on both test cases; None when right, else the hint of the mistake it matches."""
-    for number, case in enumerate(LAYER_CASES):
+    for i, case in enumerate(LAYER_CASES):
         L, x = _test_layer(norm_first, *case)
         try:
-            out = _layer_output(fn, name, x, L, errors)
+            out = _layer_output(fn, name, x, L, errors, reference, instead, tuple_hint)
         except Hint as hint:
-            if number == 0 or str(hint).startswith("Not answered yet"):
+            if i == 0 or str(hint).startswith("Not answered yet"):
                 raise
             raise Hint(f"Right on the first batch, but on the second (x of shape "
                        f"{tuple(x.shape)}): {str(hint).rstrip('.')}. Read the sizes from x.shape.") from None
@@ -422,19 +652,19 @@ def _check_layer_function(fn, name, norm_first, expected, mistakes, generic, err
         hint = _match(out, mistakes(x, L, right))
         if hint:
             return hint
-        again = _layer_output(fn, name, x, L, errors)
+        again = _layer_output(fn, name, x, L, errors, reference, instead, tuple_hint)
         if not close(out, again, 1e-6):
             return (f"{name} gives another result each time it runs on the same x: dropout is still "
                     "on (F.dropout drops numbers unless you pass training=False). The exercise is the "
                     "layer in evaluation mode: leave dropout out.")
-        if number:
+        if i:
             return (f"Right on the first batch but not on the second (x of shape {tuple(x.shape)}): "
                     "read the sizes from x.shape and write no fixed size in your function.")
         return generic
     return None
 
 
-# --- Your turn 2: the feed-forward layer --------------------------------------------------------
+# --- Your turn 3: the feed-forward layer --------------------------------------------------------
 
 def _ffn_mistakes(x, L, expected):
     return [
@@ -471,10 +701,16 @@ def check_ffn(ffn=None):
         errors=RELU_ERRORS + [(
             "shapes cannot be multiplied",
             "PyTorch stores a linear layer's weight as (out, in): W_1 is L.linear1.weight.T, "
-            "so multiply by the transpose.")])
+            "so multiply by the transpose.")],
+        reference=lambda L: [(L.linear1, "forward", "L.linear1(...)"),
+                             (L.linear2, "forward", "L.linear2(...)"),
+                             (nn.Linear, "forward", "an nn.Linear layer"),
+                             (F, "linear", "F.linear")],
+        instead="write the products yourself, x @ L.linear1.weight.T + L.linear1.bias, and the "
+                "same with L.linear2.")
 
 
-# --- Your turn 4: the pre-norm layer ------------------------------------------------------------
+# --- Your turn 5: the pre-norm layer ------------------------------------------------------------
 
 def _pre_norm_mistakes(x, L, expected):
     n1, n2 = L.norm1, L.norm2
@@ -532,7 +768,13 @@ def check_pre_norm(pre_norm_layer=None):
         pre_norm_layer, "pre_norm_layer", True, lambda x, L: L(x), _pre_norm_mistakes,
         "Your layer differs from nn.TransformerEncoderLayer(norm_first=True): compute "
         "x = x + attention(LayerNorm1(x)), then x + FFN(LayerNorm2(x)).",
-        errors=RELU_ERRORS + MHA_ERRORS)
+        errors=RELU_ERRORS + MHA_ERRORS + NORM_ERRORS,
+        reference=lambda L: [(L, "forward", "L(x), the layer's own forward"),
+                             (nn.TransformerEncoderLayer, "forward",
+                              "nn.TransformerEncoderLayer's forward")],
+        instead="write the two sublayers yourself: x + attention of LayerNorm1(x), then the same "
+                "with the FFN and LayerNorm2.",
+        tuple_hint="nn.MultiheadAttention returns (output, weights): take [0]")
 
 
 # --- Check your understanding ------------------------------------------------------------------
@@ -547,10 +789,10 @@ def check_more_heads(answer_1=None):
         "twice as many.",
         {"attention": "More heads do not add parameters: each head gets d_k = d_model / h columns, "
                       "so W_Q, W_K, W_V and W_O stay d_model × d_model whatever h (section 2), and "
-                      "the FFN's W_1 and W_2 hold twice as much (section 6).",
+                      "the FFN's W_1 and W_2 hold twice as much (section 7).",
          "the same": "The attention holds 4·d_model² weights whatever h; the FFN holds "
                      "2·d_model·d_ff = 8·d_model² since d_ff = 4·d_model: twice as many "
-                     "(section 6)."})
+                     "(section 7)."})
 
 
 @checker
@@ -564,10 +806,10 @@ def check_per_position(answer_2=None):
         {"neither": "The attention sublayer mixes the tokens: token 3's query reads token 1's key "
                     "and value, so the layer's output for token 3 moves when token 1 changes "
                     "(section 2).",
-         "both": "The FFN is applied to each position on its own: in section 4 token 3 fed alone "
+         "both": "The FFN is applied to each position on its own: in section 5 token 3 fed alone "
                  "gave exactly its row, so changing token 1 cannot move token 3's FFN output.",
          "ffn only": "It is the other way round: the FFN never looks at the other tokens "
-                     "(section 4), the attention does (section 2)."})
+                     "(section 5), the attention does (section 2)."})
 
 
 HEAD_MATRIX_HINTS = {
@@ -575,7 +817,7 @@ HEAD_MATRIX_HINTS = {
                 "columns (section 2)",
     (64, 64): "a head reads each token's whole vector (d_model = 768 numbers) and makes d_k "
               "numbers of it, so its matrix has d_model rows (section 2)",
-    (64, 768): "rows and columns are swapped: X (n × d_model) @ W_Q^(i) needs d_model rows, "
+    (64, 768): "rows and columns are swapped: X (n × d_model) @ W^Q_i needs d_model rows, "
                "d_model × d_k (PyTorch stores the transpose, as (out, in))",
     (768, 12): "h = 12 is the number of heads, not a width: each head's matrix is "
                "d_model × d_k, with d_k = d_model / h (section 2)",
@@ -588,12 +830,47 @@ HEAD_MATRIX_HINTS = {
 
 @checker
 def check_head_matrix(answer_3=None):
-    """One head's W_Q^(i) in GPT-2 small, paper's orientation: (768, 64)."""
+    """One head's W^Q_i in GPT-2 small, paper's orientation: (768, 64)."""
     got = shape(answer_3, "answer_3")
     if got == (768, 64):
-        return Passed("W_Q^(i) turns each token's 768 numbers into the head's d_k = 768 / 12 = 64; "
-                      "the 12 heads' matrices side by side make the full 768 × 768 W_Q.")
+        return Passed("W^Q_i turns each token's 768 numbers into the head's d_k = 768 / 12 = 64; "
+                      "the 12 heads' matrices side by side make the full 768 × 768 W^Q.")
     if got in HEAD_MATRIX_HINTS:
         return _sentence(HEAD_MATRIX_HINTS[got]) + "."
-    return ("One head's W_Q^(i) turns each token's d_model numbers into d_k numbers: work out "
+    return ("One head's W^Q_i turns each token's d_model numbers into d_k numbers: work out "
             f"d_k for GPT-2 small (section 2), and write it as (rows, columns), not {got}.")
+
+
+PATH_HINTS = {   # a wrong number of layers -> the idea it misses
+    100: "that is one position per layer, the reach of a width-3 kernel (or the recurrent layer's "
+         "n − 1 steps): a centred kernel of width 5 reads 2 positions on each side, so each layer "
+         "reaches 2 positions further (section 3)",
+    99: "a centred kernel of width 5 reaches 2 positions further per layer, not 1, and from token 1 "
+        "to token 101 there are 100 positions to cross (section 3)",
+    25: "a kernel of width 5 centred on its position reads 2 positions on each side, not 4 behind: "
+        "each layer reaches 2 positions further (section 3)",
+    20: "n / k is Table 1's order of growth, not the count: each layer reaches (k − 1) / 2 = 2 "
+        "positions further, and there are n − 1 = 100 positions to cross",
+    51: "count the positions to cross, n − 1 = 100 (from token 1 to token 101), not the tokens",
+    3: "that is for dilated kernels, whose gaps grow 5-fold from layer to layer; a plain kernel "
+       "reaches the same 2 positions further in every layer",
+    1: "one layer links every pair in self-attention; a convolution layer reads only its window "
+       "of 5 positions (section 3)",
+}
+
+
+@checker
+def check_path_length(answer_4=None):
+    """Centred convolutions of width 5 on n = 101 tokens: 50 layers link the first and the last."""
+    value = number(answer_4, "answer_4")
+    if value == 50:
+        return Passed("Each layer reaches (k − 1) / 2 = 2 positions further, and from token 1 to "
+                      "token 101 there are 100 positions: 100 / 2 = 50 layers, where one "
+                      "self-attention layer suffices.")
+    if value != round(value):
+        return ("A number of layers is a whole number: count the positions to cross (n − 1 = 100) "
+                "and how far one layer reaches (section 3).")
+    if int(value) in PATH_HINTS:
+        return _sentence(PATH_HINTS[int(value)]) + "."
+    return ("Count the positions between the first and the last token (n − 1 = 100) and how far "
+            "one layer of a centred width-5 kernel reaches (section 3's path lengths).")
