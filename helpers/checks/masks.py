@@ -551,18 +551,20 @@ def check_decoder_mask(fn):
         got_cells.append(cells)
         large_negative |= finite
 
-    def matches(pattern_of):
-        return all(torch.equal(cells, pattern_of(ids, pad).expand(target))
-                   for cells, (ids, pad, target) in zip(got_cells, batches, strict=True))
+    def matches(patterns):
+        """True when the learner's cells are these patterns, one per batch."""
+        return all(torch.equal(cells, pattern.expand(target)) for cells, pattern, (_, _, target)
+                   in zip(got_cells, patterns, batches, strict=True))
 
-    if matches(_right_decoder_cells):
+    if matches([_right_decoder_cells(ids, pad) for ids, pad, _ in batches]):
         if large_negative:
             return Passed(LARGE_NEGATIVE_WORKS)
         return Passed("Your mask equals additive_mask(causal_mask(n), padding_mask(ids, pad)) on four "
                       "padded batches, padded at the end and at the start; shape (batch, 1, n, n), it "
                       "broadcasts over the heads.")
-    for k, (hint, _) in enumerate(decoder_mask_mistakes(*batches[0][:2])):
-        if matches(lambda ids, pad, k=k: list(decoder_mask_mistakes(ids, pad))[k][1]):
+    per_batch = [list(decoder_mask_mistakes(ids, pad)) for ids, pad, _ in batches]
+    for k, (hint, _) in enumerate(per_batch[0]):
+        if matches([mistakes[k][1] for mistakes in per_batch]):
             return hint
     return ("Not this mask yet: hide key j from query i when j > i (causal) or when key j is "
             "padding; -inf there, 0 elsewhere, shape (batch, 1, n, n).")
