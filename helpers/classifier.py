@@ -1,9 +1,11 @@
-"""A small encoder-only classifier that routes support tickets to a team, and a bag-of-words
-baseline that cannot see word order.
+"""The ticket classifier, an encoder-only model that routes support tickets to a team, and a
+bag-of-words baseline that cannot see word order.
 
-TinyTransformer: token embedding + a learned position table (120 × 64), pre-norm encoder
+TicketClassifier: token embedding + a learned position table (120 × 64), pre-norm encoder
 blocks (padding hidden by a key mask), a final LayerNorm, the mean over the real tokens
-(padding excluded) and a linear layer to the five teams.
+(padding excluded) and a linear layer to the five teams. Unlike the course's
+``helpers.model.Transformer``: its own vocabulary, d_ff = 2·d_model, learned positions,
+pre-norm, and no ×√d_model on the embedding (both tables start with the same spread).
 """
 
 import torch
@@ -22,15 +24,15 @@ def mean_of_real_tokens(h, ids):
     return (h * keep).sum(1) / keep.sum(1)
 
 
-class TinyTransformer(nn.Module):
+class TicketClassifier(nn.Module):
     """ids (batch, n) -> team scores (batch, 5)."""
 
-    def __init__(self, vocab_size, d_model=64, h=4, d_ff=128, n_layers=2, max_len=MAX_TOKENS, p=0.1):
+    def __init__(self, vocab, d_model=64, h=4, d_ff=128, n_layers=2, max_len=MAX_TOKENS, p_drop=0.1):
         super().__init__()
-        self.embed = nn.Embedding(vocab_size, d_model)          # one vector per token
+        self.embed = nn.Embedding(vocab, d_model)               # one vector per token
         self.position = nn.Embedding(max_len, d_model)          # one learned vector per position
         self.blocks = nn.ModuleList(
-            EncoderLayer(d_model, h, d_ff, p, norm_first=True) for _ in range(n_layers))
+            EncoderLayer(d_model, h, d_ff, p_drop, norm_first=True) for _ in range(n_layers))
         self.norm = nn.LayerNorm(d_model)                       # pre-norm blocks need a final norm
         self.out = nn.Linear(d_model, len(TEAMS))
 
@@ -51,9 +53,9 @@ class TinyTransformer(nn.Module):
 class BagOfWords(nn.Module):
     """Order-blind baseline: the mean of the word vectors of a ticket, then a small MLP."""
 
-    def __init__(self, vocab_size, d=64):
+    def __init__(self, vocab, d=64):
         super().__init__()
-        self.embed = nn.Embedding(vocab_size, d)
+        self.embed = nn.Embedding(vocab, d)
         self.hidden = nn.Linear(d, d)
         self.out = nn.Linear(d, len(TEAMS))
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch import nn
 
-from helpers.classifier import (BagOfWords, TinyTransformer, accuracy, batches_of_similar_length,
+from helpers.classifier import (BagOfWords, TicketClassifier, accuracy, batches_of_similar_length,
                                 mean_of_real_tokens, predict, train, trim)
 from helpers.tickets import PAD
 
@@ -28,7 +28,7 @@ def short_and_padded():
 
 def test_equals_the_model_built_from_pytorch_modules():
     torch.manual_seed(0)
-    model = moved(TinyTransformer(20))
+    model = moved(TicketClassifier(20))
     layer = nn.TransformerEncoderLayer(64, 4, 128, 0.1, batch_first=True, norm_first=True)
     ref = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
     ref.load_state_dict({k.replace("blocks.", "layers."): v
@@ -43,14 +43,14 @@ def test_equals_the_model_built_from_pytorch_modules():
 
 
 def test_position_table_is_120_by_64():
-    model = TinyTransformer(20)
+    model = TicketClassifier(20)
     assert tuple(model.position.weight.shape) == (120, 64)
     assert model.position.weight.numel() == 7680
 
 
 def test_padding_mask_makes_a_ticket_in_a_batch_score_as_alone():
     torch.manual_seed(0)
-    model = moved(TinyTransformer(20))
+    model = moved(TicketClassifier(20))
     short, batch = short_and_padded()
     with torch.no_grad():
         alone = model(short)[0]
@@ -61,7 +61,7 @@ def test_padding_mask_makes_a_ticket_in_a_batch_score_as_alone():
 
 def test_without_positions_a_shuffled_ticket_gets_the_same_scores():
     torch.manual_seed(0)
-    model = moved(TinyTransformer(20))
+    model = moved(TicketClassifier(20))
     ids = torch.tensor([[4, 8, 2, 6, 5, 9, 3, 7]])
     shuffled = ids[:, torch.randperm(8)]
     with torch.no_grad():
@@ -108,7 +108,7 @@ def test_training_learns_a_toy_rule(one_thread):
     first = torch.randint(0, 2, (512,), generator=g)
     ids[:, 1] = torch.where(first == 0, 3, 4)
     ids[:, 4] = torch.where(first == 0, 4, 3)
-    model = TinyTransformer(20, n_layers=1)
+    model = TicketClassifier(20, n_layers=1)
     history = train(model, ids, first, valid=(ids, first), epochs=3, lr=3e-3)
     assert [row["epoch"] for row in history] == [1, 2, 3]
     assert history[-1]["loss"] < history[0]["loss"]
@@ -137,7 +137,7 @@ def test_batches_of_similar_length_cover_every_row_once_with_less_padding():
 
 def test_predict_keeps_the_order_of_the_rows():
     torch.manual_seed(0)
-    model = moved(TinyTransformer(20))
+    model = moved(TicketClassifier(20))
     _, batch = short_and_padded()
     ids = torch.cat([batch, batch.flip(0)])            # short, long, long, short: run as short, short...
     scores = predict(model, ids, batch_size=2)
@@ -148,7 +148,7 @@ def test_predict_keeps_the_order_of_the_rows():
 
 def test_start_moves_the_tokens_along_the_position_table():
     torch.manual_seed(0)
-    model = moved(TinyTransformer(20))
+    model = moved(TicketClassifier(20))
     ids = torch.tensor([[4, 8, 2, 6]])
     with torch.no_grad():
         assert torch.equal(model(ids, start=0), model(ids))
