@@ -52,7 +52,7 @@ SYMBOLS = [
     Symbol(r"h_{kv}", "number of key/value heads (grouped-query attention, later models)", None, None,
            "06_parameter_count", "5. SmolLM2-135M"),
     Symbol(r"\pi", "a permutation of the tokens (the shuffle test)", None, None,
-           "07_masks_and_shuffle_test", None),
+           "07_masks_and_shuffle_test", "1. The shuffle test"),
     Symbol(r"T", "sampling temperature: the scores are divided by T before the softmax", None, None,
            "08_decoding", "7. Sampling"),
     Symbol(r"k", "beam size", 4, 4, "08_decoding", "4. Beam search by hand"),
