@@ -75,6 +75,11 @@ def test_schedule_names_the_branch_and_the_factor(capsys):
                                           d * max(3000 ** -0.5, 3000 * 1000 ** -1.5), RIGHT[2])  # max
     assert "left out the factor" in printed(capsys, check_schedule, RIGHT[0], 3000 ** -0.5, RIGHT[2])
     assert "is the peak, at step 1000" in printed(capsys, check_schedule, RIGHT[0], rate(1000), RIGHT[2])
+    up = printed(capsys, check_schedule, 16 * 250 * 1000 ** -1.5, *RIGHT[1:])      # d_model^+0.5
+    assert "multiplied by d_model^0.5 = 16" in up and "left out" not in up
+    up = printed(capsys, check_schedule, RIGHT[0], 16 * 3000 ** -0.5, RIGHT[2])
+    assert "lr_3000: you multiplied by d_model^0.5" in up
+    assert "multiplied by" not in printed(capsys, check_schedule, 250 * 1000 ** -1.5, *RIGHT[1:])  # neighbour
 
 
 def test_schedule_one_step_off_is_named_as_such_not_as_rounding(capsys):

@@ -86,6 +86,9 @@ def _check_in_warmup(value):
                    f"the warmup ({step} < {WARMUP}), where min picks step · warmup^-1.5.")
     if _as_printed(value, step * WARMUP ** -1.5):
         raise Hint(f"{name}: you left out the factor d_model^-0.5 = {d:g}: it multiplies both branches.")
+    if _as_printed(value, D_MODEL ** 0.5 * step * WARMUP ** -1.5):
+        raise Hint(f"{name}: you multiplied by d_model^0.5 = {D_MODEL ** 0.5:g}; the factor is "
+                   f"d_model^-0.5 = {d:g}.")
     if _as_printed(value, d * step * WARMUP ** -0.5):
         raise Hint(f"{name}: the warmup branch is step · warmup^-1.5, not warmup^-0.5.")
     for wrong, hint in _constants(step):
@@ -110,6 +113,9 @@ def _check_after_peak(value):
                    f"of min); step {step} is past the peak at step {WARMUP}, so min picks step^-0.5.")
     if _as_printed(value, step ** -0.5):
         raise Hint(f"{name}: you left out the factor d_model^-0.5 = {d:g}: it multiplies both branches.")
+    if _as_printed(value, D_MODEL ** 0.5 * step ** -0.5):
+        raise Hint(f"{name}: you multiplied by d_model^0.5 = {D_MODEL ** 0.5:g}; the factor is "
+                   f"d_model^-0.5 = {d:g}.")
     if _as_printed(value, _rate(WARMUP)):
         raise Hint(f"{name}: {value:.4g} is the peak, at step {WARMUP}; after it the rate falls as 1/√step.")
     for wrong, hint in _constants(step):
