@@ -534,22 +534,13 @@ def test_the_limit_model_never_ends_so_a_right_decoder_runs_to_n_plus_50():
 def test_greedy_decode_that_stops_after_n_plus_one_is_told_exactly_that(small_model, capsys):
     """The default of greedy_decode's max_len, n + 1, is right on the trained model's rows, which all
     end in time; it was told it ran with dropout on."""
-    def n_plus_one(model, src):
-        model.eval()
-        memory = model.encode(src)
-        ys = torch.full((src.shape[0], 1), BOS)
-        done = torch.zeros(src.shape[0], dtype=torch.bool)
-        for _ in range(src.shape[1] + 1):
-            nxt = model.decode(ys, memory, src)[:, -1].argmax(-1).masked_fill(done, PAD)
-            ys = torch.cat([ys, nxt[:, None]], dim=1)
-            done |= nxt == EOS
-            if done.all():
-                break
-        return ys
+    def n_plus_one(model, src):                                 # greedy_decode's default limit
+        return decode(model, src, extra=1)
 
     line = printed(capsys, check_greedy_decode, n_plus_one, small_model)
     assert "stops after 9 new tokens (greedy_decode's default, max_len = n + 1)" in line, line
     assert "n + 50 = 58" in line and "dropout" not in line
+
     def twenty_steps(model, src):
         return decode(model, src, extra=20 - src.shape[1])
 
