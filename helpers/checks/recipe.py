@@ -63,11 +63,11 @@ def _constants(step):
     ]
 
 
-def _one_step_off(value, asked, name, right_step):
-    """Raise Hint when value is the rate of a step near `asked` (but not of right_step)."""
+def _one_step_off(value, right_step, name):
+    """Raise Hint when value is the rate of a step near right_step (up to 3 steps away)."""
     if _as_printed(value, _rate(right_step)):
         return
-    for step in sorted(range(asked - 3, asked + 4), key=lambda s: abs(s - asked)):
+    for step in sorted(range(right_step - 3, right_step + 4), key=lambda s: abs(s - right_step)):
         if step != right_step and _as_printed(value, _rate(step)):
             off = step - right_step
             raise Hint(f"{name}: {value:.4g} is lrate({step}), the rate of step {step}: "
@@ -97,7 +97,7 @@ def _check_in_warmup(value):
     if _as_printed(value, _rate(step + 1)):
         raise Hint(f"{name}: that is the rate of step {step + 1}, what a log after sched.step() shows; "
                    f"use step = {step} in the formula.")
-    _one_step_off(value, step, name, step)
+    _one_step_off(value, step, name)
     _check_digits(value, right, name)
     raise Hint(f"{name}: compute {D_MODEL}^-0.5 · min({step}^-0.5, {step} · {WARMUP}^-1.5).")
 
@@ -142,7 +142,7 @@ def _check_logged(value):
     for wrong, hint in _constants(step + 1):
         if _as_printed(value, wrong):
             raise Hint(f"{name}: {hint}")
-    _one_step_off(value, step + 1, name, step + 1)
+    _one_step_off(value, step + 1, name)
     _check_digits(value, right, name)
     raise Hint(f"{name}: LambdaLR sets the rate to lrate(s + 1) after s calls of sched.step(); after "
                f"step {step} that is lrate({step + 1}, {D_MODEL}, {WARMUP}).")
