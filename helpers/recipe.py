@@ -1,5 +1,6 @@
-"""The paper's training recipe (§5.3, §5.4): Adam (β₁ 0.9, β₂ 0.98, ε 1e-9), the warmup schedule,
-dropout 0.1 (inside the model) and label smoothing 0.1 — and a small training loop.
+"""The paper's training recipe (§5.3, §5.4): Adam (β₁ 0.9, β₂ 0.98, Adam's ε 1e-9), the warmup
+schedule, dropout P_drop 0.1 (inside the model) and label smoothing ε_ls 0.1 — and a small training
+loop.
 """
 
 import torch
@@ -14,7 +15,8 @@ def lrate(step, d_model=512, warmup=4000):
 
 
 def adam_with_warmup(model, d_model, warmup):
-    """Adam with the paper's settings, and LambdaLR multiplying the base rate 1.0 by lrate().
+    """Adam with the paper's settings (Adam's eps = 1e-9), and LambdaLR multiplying the base rate
+    1.0 by lrate().
 
     LambdaLR calls the lambda with the number of sched.step() calls so far (0 for the first
     step), hence ``s + 1``: the first update uses lrate(1), the n-th lrate(n).
@@ -26,10 +28,10 @@ def adam_with_warmup(model, d_model, warmup):
     return opt, sched
 
 
-def smoothed_loss(pad, eps=0.1):
-    """Cross-entropy against the smoothed target (1 - eps on the right token, eps spread over
-    all tokens), ignoring padding positions."""
-    return nn.CrossEntropyLoss(ignore_index=pad, label_smoothing=eps)
+def smoothed_loss(pad, eps_ls=0.1):
+    """Cross-entropy against the smoothed target (1 - eps_ls on the right token, eps_ls spread
+    over all n_vocab tokens, PyTorch's convention), ignoring padding positions."""
+    return nn.CrossEntropyLoss(ignore_index=pad, label_smoothing=eps_ls)
 
 
 def train_step(model, opt, sched, loss_fn, src, tgt_in, tgt_out):

@@ -1,5 +1,7 @@
 """The tiny task of notebook 05: reverse a sequence of letters ("c a b e d" -> "d e b a c </s>").
 
+Decoding and exact match are in helpers.decoding (``greedy_decode``, ``exact_matches``).
+
 Vocabulary of 13 tokens shared by source and target: padding 0, <s> 1, </s> 2, and the letters
 a–j as 3..12, so "c a b e d" is 5 3 4 7 6. Padding sits at the end of each sequence.
 """
@@ -53,45 +55,13 @@ def batch(n, generator, min_len=3, max_len=8, repeats=False, one_length=False):
     return src[:, :longest], tgt_in[:, : longest + 1], tgt_out[:, : longest + 1]
 
 
-@torch.no_grad()
-def greedy_decode(model, src, max_len=None):
-    """Greedy decoding: encode once, start from <s>, append the most likely token each step.
-
-    src (batch, n) -> ids (batch, 1 + steps) starting with <s>; stops when every row has
-    written </s> (or after max_len tokens, by default n + 1).
-    """
-    was_training = model.training
-    model.eval()
-    max_len = src.shape[1] + 1 if max_len is None else max_len
-    memory_mask = model.memory_mask(src)
-    memory = model.encode(src, memory_mask)                       # the encoder runs once
-    ys = torch.full((src.shape[0], 1), BOS)
-    done = torch.zeros(src.shape[0], dtype=torch.bool)
-    for _ in range(max_len):
-        logits = model.decode(ys, memory, memory_mask=memory_mask)[:, -1]
-        nxt = logits.argmax(-1)
-        ys = torch.cat([ys, nxt[:, None]], dim=1)
-        done |= nxt == EOS
-        if done.all():
-            break
-    model.train(was_training)
-    return ys
-
-
 def pad_after_eos(ids):
     """ids (batch, n) with <pad> in place of every token that comes after the row's first </s>.
 
-    greedy_decode lets a finished row keep writing until every row has written </s>; what it
-    writes there is never read (exact_match ignores it). This makes a finished row end cleanly.
+    helpers.decoding.greedy_decode lets a finished row keep writing until every row has written
+    </s>; what it writes there is never read (exact_matches ignores it). This makes a finished row
+    end cleanly.
     """
     eos = (ids == EOS).long()
     after = (eos.cumsum(dim=1) - eos) > 0                          # a </s> came strictly before
     return ids.masked_fill(after, PAD)
-
-
-def exact_match(model, src, tgt_out):
-    """Share of sequences whose greedy output equals tgt_out up to and including </s>."""
-    ys = greedy_decode(model, src, max_len=tgt_out.shape[1])[:, 1:]
-    ys = torch.cat([ys, torch.full((ys.shape[0], tgt_out.shape[1] - ys.shape[1]), PAD)], dim=1)
-    right = (ys == tgt_out) | (tgt_out == PAD)                    # padding positions do not count
-    return right.all(dim=1).float().mean().item()

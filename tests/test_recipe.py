@@ -51,10 +51,10 @@ def test_adam_settings_and_the_rate_each_step_uses():
 
 
 def test_label_smoothing_floor_and_sure_model():
-    n_vocab, eps, right = 13, 0.1, 5
-    target = torch.full((n_vocab,), eps / n_vocab)
-    target[right] += 1 - eps
-    loss_fn = smoothed_loss(PAD, eps)
+    n_vocab, eps_ls, right = 13, 0.1, 5
+    target = torch.full((n_vocab,), eps_ls / n_vocab)
+    target[right] += 1 - eps_ls
+    loss_fn = smoothed_loss(PAD, eps_ls)
     best = loss_fn(target.log()[None], torch.tensor([right])).item()
     entropy = -(target * target.log()).sum().item()
     assert best == pytest.approx(entropy, abs=1e-6) and round(best, 3) == 0.537

@@ -9,47 +9,107 @@ from torch import nn
 
 from helpers.checks import PASSED
 from helpers.checks.recipe import (
+    _LIMIT_SRC,
+    _never_ends,
+    _right_decode,
     check_averaging_question,
     check_floor_question,
     check_greedy_decode,
     check_passes_question,
     check_smoothed_loss,
+    check_schedule,
     check_smoothing_floor,
-    check_tiny_schedule,
 )
+from helpers import decoding, recipe
+from helpers.decoding import greedy_decode
 from helpers.model import Transformer
 from helpers.recipe import adam_with_warmup, smoothed_loss, train
-from helpers.reversal import BOS, EOS, PAD, VOCAB, batch, greedy_decode, pad_after_eos
+from helpers.reversal import BOS, EOS, PAD, VOCAB, batch, pad_after_eos
 from printed import printed
+from tests.fuzz import assert_survives, wrong_functions, wrong_tensors
 
 
-# --- the tiny schedule ---------------------------------------------------------------------------
+# --- the schedule by hand (d_model 256, warmup 1000) ---------------------------------------------
 
-def test_tiny_schedule_accepts_the_rates_as_a_log_prints_them(capsys):
-    assert printed(capsys, check_tiny_schedule, 0.0015625, 0.003125, 101 / 8000 / 8) == PASSED
-    assert printed(capsys, check_tiny_schedule, 1.5625e-03, 3.125e-03, 1.58e-03) == PASSED  # "1.58e-03"
-    assert printed(capsys, check_tiny_schedule, 1.56e-03, 3.12e-03, 1.578e-03) == PASSED
-    assert printed(capsys, check_tiny_schedule, torch.tensor(0.0015625), 0.003125, 0.00158) == PASSED
-    assert printed(capsys, check_tiny_schedule, 0.0015625, 0.003125, 0.0015625).startswith(
-        "logged_100: that is the rate step 100 used")
-    assert printed(capsys, check_tiny_schedule, 0.0015625, 0.003125, 1.56e-03).startswith(
-        "logged_100: that is the rate step 100 used")                        # step 100's, as printed
-    assert printed(capsys, check_tiny_schedule, 0.0015625, 0.003125, 1.6e-03).startswith("logged_100:")
-    assert printed(capsys, check_tiny_schedule, 1.58e-03, 0.003125, 1.58e-03).startswith(
-        "lr_100: that is the rate of step 101")
+def rate(step, d_model=256, warmup=1000):
+    """The formula written out here, apart from helpers.recipe.lrate."""
+    return d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
 
 
-def test_tiny_schedule_names_the_paper_constants(capsys):
-    paper_d = 512 ** -0.5 * 100 * 400 ** -1.5
-    paper_warmup = 64 ** -0.5 * 100 * 4000 ** -1.5
-    assert "d_model = 512" in printed(capsys, check_tiny_schedule, paper_d, 0.003125, 0.00157813)
-    assert "warmup = 4000" in printed(capsys, check_tiny_schedule, paper_warmup, 0.003125, 0.00157813)
-    assert "0.00625 is the peak" in printed(capsys, check_tiny_schedule, 0.0015625, 0.00625, 0.00157813)
+RIGHT = (rate(250), rate(3000), rate(251))                    # 4.941e-04, 1.141e-03, 4.961e-04
+
+
+def test_schedule_accepts_the_rates_as_a_log_prints_them(capsys):
+    assert printed(capsys, check_schedule, *RIGHT) == PASSED
+    assert printed(capsys, check_schedule, 4.94e-04, 1.14e-03, 4.96e-04) == PASSED       # as printed
+    assert printed(capsys, check_schedule, torch.tensor(RIGHT[0]), RIGHT[1], 4.961e-4) == PASSED
+    assert printed(capsys, check_schedule, torch.tensor(RIGHT[0], dtype=torch.float16), *RIGHT[1:]) == PASSED
+    assert printed(capsys, check_schedule, RIGHT[0], RIGHT[1], rate(250)).startswith(
+        "logged_250: that is the rate step 250 used")
+    assert printed(capsys, check_schedule, RIGHT[0], RIGHT[1], 4.94e-04).startswith(
+        "logged_250: that is the rate step 250 used")                        # step 250's, as printed
+    assert printed(capsys, check_schedule, RIGHT[0], RIGHT[1], 5.0e-04).startswith("logged_250:")
+    assert printed(capsys, check_schedule, rate(251), *RIGHT[1:]).startswith(
+        "lr_250: that is the rate of step 251")
+
+
+def test_schedule_names_other_models_constants(capsys):
+    assert "the paper's schedule" in printed(capsys, check_schedule, rate(250, 512, 4000), *RIGHT[1:])
+    assert "the tiny model's schedule" in printed(capsys, check_schedule, rate(250, 64, 400), *RIGHT[1:])
+    assert "you used d_model = 512" in printed(capsys, check_schedule, rate(250, 512), *RIGHT[1:])
+    assert "you used warmup = 4000" in printed(capsys, check_schedule, rate(250, 256, 4000), *RIGHT[1:])
+    tiny_decay = rate(3000, 64)                                # = rate(3000, 64, 400) after the peak
+    assert "(d_model = 64, warmup = 400)" in printed(capsys, check_schedule, RIGHT[0], tiny_decay, RIGHT[2])
+    assert "you used d_model = 64" in printed(capsys, check_schedule, rate(250, 64), *RIGHT[1:])
+    assert "you used warmup = 400 " in printed(capsys, check_schedule, *RIGHT[:2], rate(251, 256, 400))
+
+
+def test_schedule_names_the_branch_and_the_factor(capsys):
+    d = 256 ** -0.5
+    assert "the decay branch" in printed(capsys, check_schedule, d * 250 ** -0.5, *RIGHT[1:])
+    assert "warmup^-1.5, not warmup^-0.5" in printed(capsys, check_schedule, d * 250 * 1000 ** -0.5,
+                                                     *RIGHT[1:])
+    assert "left out the factor" in printed(capsys, check_schedule, 250 * 1000 ** -1.5, *RIGHT[1:])
+    assert "the warmup branch" in printed(capsys, check_schedule, RIGHT[0], d * 3000 * 1000 ** -1.5, RIGHT[2])
+    assert "the warmup branch" in printed(capsys, check_schedule, RIGHT[0],
+                                          d * max(3000 ** -0.5, 3000 * 1000 ** -1.5), RIGHT[2])  # max
+    assert "left out the factor" in printed(capsys, check_schedule, RIGHT[0], 3000 ** -0.5, RIGHT[2])
+    assert "is the peak, at step 1000" in printed(capsys, check_schedule, RIGHT[0], rate(1000), RIGHT[2])
+    up = printed(capsys, check_schedule, 16 * 250 * 1000 ** -1.5, *RIGHT[1:])      # d_model^+0.5
+    assert "multiplied by d_model^0.5 = 16" in up and "left out" not in up
+    up = printed(capsys, check_schedule, RIGHT[0], 16 * 3000 ** -0.5, RIGHT[2])
+    assert "lr_3000: you multiplied by d_model^0.5" in up
+    assert "multiplied by" not in printed(capsys, check_schedule, 250 * 1000 ** -1.5, *RIGHT[1:])  # neighbour
+
+
+def test_schedule_one_step_off_is_named_as_such_not_as_rounding(capsys):
+    """lrate(252) for the logged rate (the + 1 counted twice) and lrate(249) for step 250 were told
+    they had rounded; a value really rounded too far is still told so."""
+    twice = printed(capsys, check_schedule, *RIGHT[:2], rate(252))
+    assert "lrate(252), one step too far" in twice and "significant digits" not in twice
+    early = printed(capsys, check_schedule, rate(249), *RIGHT[1:])
+    assert "lrate(249), the rate of step 249: 1 step early" in early and "significant" not in early
+    late = printed(capsys, check_schedule, rate(253), *RIGHT[1:])
+    assert "lrate(253), the rate of step 253: 3 steps late" in late
+    assert "lrate(254)" in printed(capsys, check_schedule, *RIGHT[:2], rate(254))
+    assert "the schedule moves forward" in printed(capsys, check_schedule, *RIGHT[:2], rate(249))
+    rounded = printed(capsys, check_schedule, 4.8e-04, *RIGHT[1:])       # 2 digits: no nearby step's rate
+    assert "three significant digits" in rounded and "lrate(" not in rounded
+    assert "three significant digits" in printed(capsys, check_schedule, RIGHT[0], 1.1e-03, RIGHT[2])
+
+
+def test_schedule_half_precision_is_told_to_compute_in_float32(capsys):
+    off = torch.tensor(RIGHT[0] * 1.003, dtype=torch.float16)             # rounded away by float16
+    line = printed(capsys, check_schedule, off, *RIGHT[1:])
+    assert "float16 tensor" in line and "compute in float32" in line
+    line = printed(capsys, check_schedule, torch.tensor(RIGHT[0], dtype=torch.bfloat16), *RIGHT[1:])
+    assert "bfloat16 tensor" in line and "compute in float32" in line     # not "the rate of step 251"
+    assert "float32" not in printed(capsys, check_schedule, RIGHT[0] * 1.003, *RIGHT[1:])  # a float64 slip
 
 
 def test_smoothing_floor(capsys):
-    n, eps = 37_000, 0.1
-    q_right, q_other = 1 - eps + eps / n, eps / n
+    n, eps_ls = 37_000, 0.1
+    q_right, q_other = 1 - eps_ls + eps_ls / n, eps_ls / n
     right = -(q_right * math.log(q_right) + (n - 1) * q_other * math.log(q_other))
     assert printed(capsys, check_smoothing_floor, right) == PASSED
     assert printed(capsys, check_smoothing_floor, round(right, 3)) == PASSED
@@ -60,35 +120,35 @@ def test_smoothing_floor(capsys):
 
 # --- the label-smoothed loss ---------------------------------------------------------------------
 
-def loss_by_target(logits, target, eps, pad):
+def loss_by_target(logits, target, eps_ls, pad):
     """The smoothed target written out, then cross-entropy, averaged over the real rows."""
     n = logits.shape[-1]
-    q = torch.full_like(logits, eps / n)
-    q[torch.arange(len(target)), target] += 1 - eps
+    q = torch.full_like(logits, eps_ls / n)
+    q[torch.arange(len(target)), target] += 1 - eps_ls
     per_row = -(q * F.log_softmax(logits, dim=-1)).sum(-1)
     real = target != pad
     return per_row[real].mean()
 
 
-def loss_by_parts(logits, target, eps, pad):
-    """(1 - eps) · NLL of the right token + eps · the mean of -log p over the vocabulary."""
+def loss_by_parts(logits, target, eps_ls, pad):
+    """(1 - eps_ls) · NLL of the right token + eps_ls · the mean of -log p over the vocabulary."""
     real = target != pad
     logp = F.log_softmax(logits[real], dim=-1)
     nll = -logp.gather(1, target[real][:, None]).squeeze(1)
-    return ((1 - eps) * nll + eps * -logp.mean(-1)).mean()
+    return ((1 - eps_ls) * nll + eps_ls * -logp.mean(-1)).mean()
 
 
 def with_target(q_right, q_other, zero_pad=False, rows="real", reduce="mean", eps_fixed=None,
                 vocab_fixed=None, pad_fixed=None, log=lambda x: F.log_softmax(x, dim=-1)):
-    """A wrong loss built from the target's two values, given as functions of (eps, n)."""
-    def loss(logits, target, eps, pad):
-        eps = eps if eps_fixed is None else eps_fixed
+    """A wrong loss built from the target's two values, given as functions of (eps_ls, n)."""
+    def loss(logits, target, eps_ls, pad):
+        eps_ls = eps_ls if eps_fixed is None else eps_fixed
         pad = pad if pad_fixed is None else pad_fixed
         n = logits.shape[-1] if vocab_fixed is None else vocab_fixed
-        q = torch.full_like(logits, q_other(eps, n))
+        q = torch.full_like(logits, q_other(eps_ls, n))
         if zero_pad:
             q[:, pad] = 0.0
-        q[torch.arange(len(target)), target] = q_right(eps, n)
+        q[torch.arange(len(target)), target] = q_right(eps_ls, n)
         per_row = -(q * log(logits)).sum(-1)
         real = target != pad
         if rows == "all":
@@ -102,31 +162,114 @@ def with_target(q_right, q_other, zero_pad=False, rows="real", reduce="mean", ep
 PYTORCH = (lambda e, n: 1 - e + e / n, lambda e, n: e / n)
 
 
-def test_smoothed_loss_passes_two_right_answers_and_pytorch_itself(capsys):
+def test_smoothed_loss_passes_two_right_answers(capsys):
     assert printed(capsys, check_smoothed_loss, loss_by_target).startswith(PASSED)
     assert printed(capsys, check_smoothed_loss, loss_by_parts).startswith(PASSED)
-
-    def pytorch(logits, target, eps, pad):
-        return nn.CrossEntropyLoss(label_smoothing=eps, ignore_index=pad)(logits, target)
-
-    assert printed(capsys, check_smoothed_loss, pytorch).startswith(PASSED)
     assert printed(capsys, check_smoothed_loss, lambda *a: float(loss_by_target(*a))).startswith(PASSED)
 
 
+def test_smoothed_loss_by_parts_with_the_plain_cross_entropy_is_an_answer(capsys):
+    """F.cross_entropy without smoothing is the negative log-likelihood, a fair building block."""
+    def plain_plus_spread(logits, target, eps_ls, pad):
+        real = target != pad
+        nll = F.cross_entropy(logits, target, ignore_index=pad)
+        spread = -F.log_softmax(logits[real], dim=-1).mean(-1).mean()
+        return (1 - eps_ls) * nll + eps_ls * spread
+
+    def module_without_smoothing(logits, target, eps_ls, pad):
+        nll = nn.CrossEntropyLoss(ignore_index=pad)(logits, target)
+        return (1 - eps_ls) * nll - eps_ls * F.log_softmax(logits[target != pad], -1).mean()
+
+    assert printed(capsys, check_smoothed_loss, plain_plus_spread).startswith(PASSED)
+    assert printed(capsys, check_smoothed_loss, module_without_smoothing).startswith(PASSED)
+
+
+def test_smoothed_loss_that_calls_the_reference_is_told_so(capsys):
+    def module(logits, target, eps_ls, pad):
+        return nn.CrossEntropyLoss(label_smoothing=eps_ls, ignore_index=pad)(logits, target)
+
+    def functional(logits, target, eps_ls, pad):
+        return F.cross_entropy(logits, target, ignore_index=pad, label_smoothing=eps_ls)
+
+    def positional(logits, target, eps_ls, pad):           # label_smoothing is the 8th argument
+        return torch.nn.functional.cross_entropy(logits, target, None, None, pad, None, "mean", eps_ls)
+
+    def course_helper(logits, target, eps_ls, pad):
+        return recipe.smoothed_loss(pad, eps_ls)(logits, target)
+
+    def swallowed(logits, target, eps_ls, pad):            # an except Exception does not hide it
+        try:
+            return smoothed_loss(pad, eps_ls)(logits, target)
+        except Exception:
+            return loss_by_target(logits, target, eps_ls, pad)
+
+    for fn in (module, functional, positional):
+        line = printed(capsys, check_smoothed_loss, fn)
+        assert line.startswith("my_smoothed_loss calls nn.CrossEntropyLoss / F.cross_entropy with "
+                               "label_smoothing, the very reference"), line
+        assert "build the smoothed target q yourself" in line
+    for fn in (course_helper, swallowed):
+        line = printed(capsys, check_smoothed_loss, fn)
+        assert line.startswith("my_smoothed_loss calls helpers.recipe.smoothed_loss, the very"), line
+    assert F.cross_entropy.__name__ == "cross_entropy" and recipe.smoothed_loss is smoothed_loss  # restored
+
+
+def test_smoothed_loss_that_imported_the_reference_by_name_is_told_so(capsys):
+    namespace = {}
+    exec("from torch.nn.functional import cross_entropy\n"
+         "def by_name(logits, target, eps_ls, pad):\n"
+         "    return cross_entropy(logits, target, ignore_index=pad, label_smoothing=eps_ls)\n", namespace)
+    assert "the very reference" in printed(capsys, check_smoothed_loss, namespace["by_name"])
+    assert namespace["cross_entropy"] is F.cross_entropy                          # given back
+
+
+def test_smoothed_loss_averaged_over_every_entry_has_its_own_hint(capsys):
+    """-(q · log p).mean() over the (N, n_vocab) table: the right value divided by n_vocab."""
+    def entries(logits, target, eps_ls, pad):
+        n = logits.shape[-1]
+        q = torch.full_like(logits, eps_ls / n)
+        q[torch.arange(len(target)), target] += 1 - eps_ls
+        real = target != pad
+        return -(q * F.log_softmax(logits, dim=-1))[real].mean()
+
+    def entries_all_rows(logits, target, eps_ls, pad):
+        n = logits.shape[-1]
+        q = torch.full_like(logits, eps_ls / n)
+        q[torch.arange(len(target)), target] += 1 - eps_ls
+        return -(q * F.log_softmax(logits, dim=-1)).mean()
+
+    for fn in (entries, entries_all_rows):
+        assert "n_vocab times too small" in printed(capsys, check_smoothed_loss, fn)
+    for neighbour in (with_target(*PYTORCH, reduce="sum"), with_target(*PYTORCH, rows="all"),
+                      with_target(*PYTORCH, rows="all_divided")):
+        assert "n_vocab times too small" not in printed(capsys, check_smoothed_loss, neighbour)
+
+
+def test_smoothed_loss_in_half_precision_is_told_to_compute_in_float32(capsys):
+    for dtype in (torch.float16, torch.bfloat16):
+        def half(logits, target, eps_ls, pad, dtype=dtype):
+            return loss_by_target(logits.to(dtype), target, eps_ls, pad)
+
+        line = printed(capsys, check_smoothed_loss, half)
+        assert f"{str(dtype)[6:]} tensor" in line and "compute in float32" in line, line
+    line = printed(capsys, check_smoothed_loss, lambda *a: loss_by_target(*a) * 1.01)   # float32, off
+    assert "float32" not in line and line.startswith("Not PyTorch's")
+
+
 @pytest.mark.parametrize("wrong, words", [
-    (with_target(lambda e, n: 1 - e, lambda e, n: e / (n - 1)), "ε/(V−1)"),
-    (with_target(lambda e, n: 1 + e / n, lambda e, n: e / n), "forgot the factor (1 − ε)"),
+    (with_target(lambda e, n: 1 - e, lambda e, n: e / (n - 1)), "ε_ls/(n_vocab − 1)"),
+    (with_target(lambda e, n: 1 + e / n, lambda e, n: e / n), "forgot the factor (1 − ε_ls)"),
     (with_target(*PYTORCH, rows="all"), "counts the padding rows"),
     (with_target(*PYTORCH, rows="all_divided"), "counts the padding rows"),
     (with_target(lambda e, n: 1 - e, lambda e, n: e / (n - 2), zero_pad=True), "Annotated Transformer"),
     (with_target(*PYTORCH, zero_pad=True), "gave the padding column 0"),
     (with_target(lambda e, n: 1.0, lambda e, n: 0.0), "plain cross-entropy"),
-    (with_target(lambda e, n: 1 - e, lambda e, n: 0.0), "left out the ε/V spread"),
+    (with_target(lambda e, n: 1 - e, lambda e, n: 0.0), "left out the ε_ls/n_vocab spread"),
     (with_target(*PYTORCH, reduce="sum"), "summed over the rows"),
     (with_target(*PYTORCH, log=lambda x: x), "log-probabilities first"),
     (with_target(*PYTORCH, log=lambda x: x.softmax(-1)), "not softmax"),
     (with_target(*PYTORCH, log=lambda x: F.log_softmax(x, dim=0)), "over the rows (dim=0)"),
-    (with_target(*PYTORCH, eps_fixed=0.1), "use the eps argument"),
+    (with_target(*PYTORCH, eps_fixed=0.1), "use the eps_ls argument"),
     (with_target(*PYTORCH, vocab_fixed=13), "logits.shape[-1]"),
     (with_target(*PYTORCH, pad_fixed=0), "equals the pad argument"),
 ])
@@ -135,20 +278,23 @@ def test_smoothed_loss_names_each_mistake(wrong, words, capsys):
 
 
 def test_smoothed_loss_names_the_kl_divergence_and_per_row_losses(capsys):
-    def kl(logits, target, eps, pad):
+    def kl(logits, target, eps_ls, pad):
         n = logits.shape[-1]
-        q = torch.full_like(logits, eps / n)
-        q[torch.arange(len(target)), target] += 1 - eps
+        q = torch.full_like(logits, eps_ls / n)
+        q[torch.arange(len(target)), target] += 1 - eps_ls
         per_row = (q * (q.log() - F.log_softmax(logits, dim=-1))).sum(-1)
         return per_row[target != pad].mean()
 
-    def per_row(logits, target, eps, pad):
-        return F.cross_entropy(logits, target, label_smoothing=eps, ignore_index=pad, reduction="none")
-
-    def annotated_transformer(logits, target, eps, pad):     # its LabelSmoothing with KLDivLoss
+    def per_row(logits, target, eps_ls, pad):                # the losses of the real rows, not their mean
         n = logits.shape[-1]
-        q = torch.full_like(logits, eps / (n - 2))
-        q[torch.arange(len(target)), target] = 1 - eps
+        q = torch.full_like(logits, eps_ls / n)
+        q[torch.arange(len(target)), target] += 1 - eps_ls
+        return -(q * F.log_softmax(logits, dim=-1)).sum(-1)[target != pad]
+
+    def annotated_transformer(logits, target, eps_ls, pad):     # its LabelSmoothing with KLDivLoss
+        n = logits.shape[-1]
+        q = torch.full_like(logits, eps_ls / (n - 2))
+        q[torch.arange(len(target)), target] = 1 - eps_ls
         q[:, pad] = 0.0
         q[target == pad] = 0.0
         kl_sum = nn.KLDivLoss(reduction="sum")(F.log_softmax(logits, dim=-1), q)
@@ -185,16 +331,19 @@ def small_model(one_thread):
 
 
 def decode(model, src, *, start=BOS, position=-1, stop_all=True, stop_any=False, pad_after=True,
-           eval_mode=True, keep_start=True):
+           eval_mode=True, keep_start=True, extra=50, over_positions=False):
     """Greedy decoding, written with a switch for each mistake."""
     if eval_mode:
         model.eval()
     memory = model.encode(src)
     ys = torch.full((src.shape[0], 1), start) if isinstance(start, int) else start
     finished = torch.zeros(src.shape[0], dtype=torch.bool)
-    for _ in range(src.shape[1] + 50):
+    for _ in range(src.shape[1] + extra):
         scores = model.decode(ys, memory, src)
-        token = scores[:, position, :].argmax(dim=-1)
+        if over_positions:                                     # argmax(dim=1) of (batch, steps, 13)
+            token = scores.argmax(dim=1)[:, -1]
+        else:
+            token = scores[:, position, :].argmax(dim=-1)
         if pad_after:
             token = torch.where(finished, torch.full_like(token, PAD), token)
         ys = torch.cat([ys, token.unsqueeze(1)], dim=1)
@@ -245,6 +394,11 @@ def test_greedy_decode_passes_two_right_answers(small_model, capsys):
     ({"stop_all": False}, "extra columns of <pad>"),
     ({"stop_all": False, "stop_any": True}, "as soon as one row wrote </s>"),
     ({"eval_mode": False}, "dropout on: call model.eval()"),
+    ({"over_positions": True}, "raised IndexError: index out of range in self (a token id of 13 or more"),
+    ({"over_positions": True, "stop_all": False, "pad_after": False}, "likely an argmax over the positions"),
+    ({"extra": 1}, "stops after 9 new tokens (greedy_decode's default, max_len = n + 1)"),
+    ({"extra": 0}, "stops after 8 new tokens, while"),
+    ({"extra": 60}, "writes 68 new tokens on rows that never write </s>"),
 ])
 def test_greedy_decode_names_each_mistake(small_model, options, words, capsys):
     def wrong(model, src):
@@ -299,7 +453,7 @@ def test_dropout_left_on_is_recognised_by_the_seeded_decode_or_by_its_randomness
     ("label smoothing", "Check passed. The smoothed target is 0.9077"),
     (" Label Smoothing ", "Check passed."),
     ("too few steps", "More steps would not bring it to 0"),
-    ("dropout", "with dropout off the top probability is still about 0.92"),
+    ("dropout", "with dropout off the top probability still stays near 0.9077"),
     ("learning rate", "sits flat on the 0.537 floor"),
     (None, "Not answered yet: set answer_1 to one of"),
     ("a", "answer_1 should be one of 'dropout', 'label smoothing'"),
@@ -336,47 +490,109 @@ def test_averaging_question(answer, words, capsys):
 
 # --- found by a second reader, trying wrong answers in the exercise copy -------------------------
 
-def test_tiny_schedule_names_the_papers_rate_printed_above_and_too_few_digits(capsys):
-    paper = 512 ** -0.5 * 100 * 4000 ** -1.5                # lrate(100), printed in section 2
-    assert "d_model = 512 and warmup = 4000" in printed(capsys, check_tiny_schedule, paper, 0.003125, 0.00158)
-    assert "three significant digits" in printed(capsys, check_tiny_schedule, 0.0016, 0.003125, 0.00158)
-    assert "three significant digits" in printed(capsys, check_tiny_schedule, 0.0015625, 0.0031, 0.00158)
-
-
 def test_smoothing_floor_accepts_two_decimals(capsys):
     assert printed(capsys, check_smoothing_floor, 1.38) == PASSED            # 1.377 to 2 decimals
     assert printed(capsys, check_smoothing_floor, 1.37) != PASSED
 
 
 def test_smoothed_loss_names_index_slips(capsys):
-    def assigned(logits, target, eps, pad):                 # = instead of +=: the right token gets 1 - eps
-        q = torch.full_like(logits, eps / logits.shape[-1])
-        q[torch.arange(len(target)), target] = 1 - eps
+    def assigned(logits, target, eps_ls, pad):                 # = instead of +=: the right token gets 1 - ε
+        q = torch.full_like(logits, eps_ls / logits.shape[-1])
+        q[torch.arange(len(target)), target] = 1 - eps_ls
         return -(q * F.log_softmax(logits, -1)).sum(-1)[target != pad].mean()
 
-    def every_row(logits, target, eps, pad):                # q[:, target]: every row, every target column
-        q = torch.full_like(logits, eps / logits.shape[-1])
-        q[:, target] += 1 - eps
+    def every_row(logits, target, eps_ls, pad):                # q[:, target]: every row, every target column
+        q = torch.full_like(logits, eps_ls / logits.shape[-1])
+        q[:, target] += 1 - eps_ls
         return -(q * F.log_softmax(logits, -1)).sum(-1)[target != pad].mean()
 
-    def pad_column_instead_of_rows(logits, target, eps, pad):
-        q = F.one_hot(target, logits.shape[-1]).float() * (1 - eps) + eps / logits.shape[-1]
+    def pad_column_instead_of_rows(logits, target, eps_ls, pad):
+        q = F.one_hot(target, logits.shape[-1]).float() * (1 - eps_ls) + eps_ls / logits.shape[-1]
         q[:, pad] = 0.0                                      # "ignore pad" on the column axis
         return -(q * F.log_softmax(logits, -1)).sum(-1).mean()
 
-    assert "1 − ε, so it sums to 1 − ε/V" in printed(capsys, check_smoothed_loss, assigned)
+    assert "1 − ε_ls, so it sums to 1 − ε_ls/n_vocab" in printed(capsys, check_smoothed_loss, assigned)
     assert "q[:, target]" in printed(capsys, check_smoothed_loss, every_row)
     assert "removes the rows whose target is pad" in printed(capsys, check_smoothed_loss,
                                                              pad_column_instead_of_rows)
 
 
 def test_smoothed_loss_says_which_batch_a_written_in_size_breaks_on(capsys):
-    def thirteen(logits, target, eps, pad):                 # raises on the batch of 7 tokens
-        q = F.one_hot(target, 13).float() * (1 - eps) + eps / 13
+    def thirteen(logits, target, eps_ls, pad):                 # raises on the batch of 7 tokens
+        q = F.one_hot(target, 13).float() * (1 - eps_ls) + eps_ls / 13
         return -(q * F.log_softmax(logits, -1)).sum(-1)[target != pad].mean()
 
     line = printed(capsys, check_smoothed_loss, thirteen)
     assert "raised RuntimeError" in line and "7 tokens" in line and "logits.shape[-1]" in line
+
+
+def test_the_limit_model_never_ends_so_a_right_decoder_runs_to_n_plus_50():
+    ys = _right_decode(_never_ends(), _LIMIT_SRC)
+    assert ys.shape == (_LIMIT_SRC.shape[0], 1 + _LIMIT_SRC.shape[1] + 50) and not (ys == EOS).any()
+
+
+def test_greedy_decode_that_stops_after_n_plus_one_is_told_exactly_that(small_model, capsys):
+    """The default of greedy_decode's max_len, n + 1, is right on the trained model's rows, which all
+    end in time; it was told it ran with dropout on."""
+    def n_plus_one(model, src):                                 # greedy_decode's default limit
+        return decode(model, src, extra=1)
+
+    line = printed(capsys, check_greedy_decode, n_plus_one, small_model)
+    assert "stops after 9 new tokens (greedy_decode's default, max_len = n + 1)" in line, line
+    assert "n + 50 = 58" in line and "dropout" not in line
+
+    def twenty_steps(model, src):
+        return decode(model, src, extra=20 - src.shape[1])
+
+    twenty = printed(capsys, check_greedy_decode, twenty_steps, small_model)
+    assert "stops after 20 new tokens, while" in twenty and "default" not in twenty
+    dropout_on = printed(capsys, check_greedy_decode, lambda m, s: decode(m, s, eval_mode=False), small_model)
+    assert "stops after" not in dropout_on                           # the neighbour: dropout left on
+
+
+def test_greedy_decode_that_calls_the_reference_is_told_so(small_model, capsys):
+    def course_decoder(model, src):
+        return pad_after_eos(greedy_decode(model, src, max_len=src.shape[1] + 50))
+
+    def beam_of_one(model, src):
+        return decoding.beam_search(model, src, k=1)
+
+    def cleaned_up(model, src):                                 # its own loop, the course's clean-up
+        return pad_after_eos(decode(model, src, pad_after=False))
+
+    for fn, label in ((course_decoder, "helpers.decoding.greedy_decode"),
+                      (beam_of_one, "helpers.decoding.beam_search"),
+                      (cleaned_up, "helpers.reversal.pad_after_eos")):
+        line = printed(capsys, check_greedy_decode, fn, small_model)
+        assert line.startswith(f"my_greedy_decode calls {label}, the very reference"), line
+        assert "write the loop yourself" in line
+    assert printed(capsys, check_greedy_decode, decode, small_model).startswith(PASSED)   # given back
+
+
+def test_greedy_decode_with_argmax_over_a_missing_axis_gets_a_named_hint(small_model, capsys):
+    def one_row_argmax(model, src):                             # section 7's [0, -1], then dim=1
+        model.eval()
+        memory = model.encode(src)
+        ys = torch.full((src.shape[0], 1), BOS)
+        for _ in range(src.shape[1] + 50):
+            nxt = model.decode(ys, memory, src)[0, -1].argmax(dim=1)
+            ys = torch.cat([ys, nxt[:, None]], dim=1)
+        return ys
+
+    def three_d_argmax(model, src):                             # logits[:, -1] is 2-d: no dim 2
+        model.eval()
+        memory = model.encode(src)
+        ys = torch.full((src.shape[0], 1), BOS)
+        for _ in range(src.shape[1] + 50):
+            nxt = model.decode(ys, memory, src)[:, -1].argmax(dim=2)
+            ys = torch.cat([ys, nxt[:, None]], dim=1)
+        return ys
+
+    for fn in (one_row_argmax, three_d_argmax):
+        line = printed(capsys, check_greedy_decode, fn, small_model)
+        assert "raised IndexError" in line and "argmax(dim=-1)" in line, line
+    over = printed(capsys, check_greedy_decode, lambda m, s: decode(m, s, over_positions=True), small_model)
+    assert "over an axis the tensor does not have" not in over           # the neighbour: a silent slip
 
 
 def test_greedy_decode_without_the_source_in_decode(small_model, capsys):
@@ -394,3 +610,41 @@ def test_greedy_decode_without_the_source_in_decode(small_model, capsys):
         return ys
 
     assert "model.decode(ys, memory, src)" in printed(capsys, check_greedy_decode, no_src, small_model)
+
+
+# --- fuzz: perturbed answers of the right and of wrong shapes never break a checker --------------
+
+WRONG_VALUES = {"random", "scaled by 1/8", "negated", "zeros", "one nan", "one inf", "bool",
+                "tuple of two", "empty"}                # perturbations that change the answer itself
+
+
+@pytest.mark.parametrize("position", range(3))
+def test_schedule_survives_perturbed_numbers(position, capsys):
+    for label, wrong in wrong_tensors(torch.tensor(RIGHT[position])):
+        args = list(RIGHT)
+        args[position] = wrong
+        line = assert_survives(capsys, check_schedule, *args)
+        assert label not in WRONG_VALUES or line != PASSED, label
+
+
+def test_smoothing_floor_and_the_questions_survive_perturbed_numbers(capsys):
+    for check, right in ((check_smoothing_floor, 1.3769), (check_passes_question, 6.0),
+                         (check_floor_question, 1.0), (check_averaging_question, 1.0)):
+        for label, wrong in wrong_tensors(torch.tensor(right)):
+            line = assert_survives(capsys, check, wrong)
+            assert label not in WRONG_VALUES or not line.startswith(PASSED), (check, label)
+
+
+def test_smoothed_loss_survives_perturbed_losses(capsys):
+    for label, wrong in wrong_functions(loss_by_target):
+        line = assert_survives(capsys, check_smoothed_loss, wrong)
+        assert label not in WRONG_VALUES | {"noise 1e-2"} or not line.startswith(PASSED), label
+
+
+def test_greedy_decode_survives_perturbed_outputs(small_model, capsys):
+    for label, wrong in wrong_functions(decode):
+        line = assert_survives(capsys, check_greedy_decode, wrong, small_model)
+        assert label not in WRONG_VALUES | {"noise 1e-2", "transposed", "axes flipped"} or \
+            not line.startswith(PASSED), label
+    for _, model in wrong_tensors(torch.zeros(2, 3)):
+        assert_survives(capsys, check_greedy_decode, decode, model)

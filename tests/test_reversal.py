@@ -1,8 +1,10 @@
-"""helpers.reversal: the vocabulary, the batches, greedy decoding and exact match."""
+"""helpers.reversal: the vocabulary, the batches and the padding after </s>; greedy decoding and exact
+match of helpers.decoding on the reversal task."""
 
 import torch
 from torch import nn
 
+from helpers.decoding import exact_matches, greedy_decode
 from helpers.reversal import (
     BOS,
     EOS,
@@ -13,8 +15,6 @@ from helpers.reversal import (
     batch,
     decode_ids,
     encode_letters,
-    exact_match,
-    greedy_decode,
     pad_after_eos,
 )
 
@@ -84,10 +84,11 @@ class Oracle(nn.Module):
         return logits
 
 
-def test_exact_match_counts_whole_sequences():
+def test_exact_matches_count_whole_sequences():
     src, _, tgt_out = batch(50, torch.Generator().manual_seed(0))
-    assert exact_match(Oracle(), src, tgt_out) == 1.0
-    assert abs(exact_match(Oracle(wrong=[3, 7]), src, tgt_out) - 48 / 50) < 1e-6
+    assert exact_matches(greedy_decode(Oracle(), src, use_cache=False), tgt_out).all()
+    right = exact_matches(greedy_decode(Oracle(wrong=[3, 7]), src, use_cache=False), tgt_out)
+    assert right.tolist() == [i not in (3, 7) for i in range(50)]
 
 
 def test_one_length_batches_have_no_padding_and_vary_in_length():
@@ -115,6 +116,6 @@ def test_pad_after_eos_ends_each_row_at_its_first_end_token():
 
 def test_greedy_decode_stops_when_every_row_is_done_and_pads_nothing():
     src, _, tgt_out = batch(20, torch.Generator().manual_seed(3))
-    ys = greedy_decode(Oracle(), src, max_len=src.shape[1] + 50)
+    ys = greedy_decode(Oracle(), src, max_len=src.shape[1] + 50, use_cache=False)
     assert ys.shape == (20, tgt_out.shape[1] + 1)                   # stops at the longest answer
     assert torch.equal(pad_after_eos(ys)[:, 1:], tgt_out)            # the answers, padded
