@@ -31,14 +31,16 @@ def _record(row):
 def expect(what, value, low, high, fmt="{:.3g}", show=True):
     """Check that a trained model's number lies in [low, high]; print it with the range.
 
-    what: what the number is, as the text says it; fmt formats value, low and high.
+    what: what the number is, as the text says it; fmt formats value, low and high. The
+    range is what the seed sweep measured, widened by a margin for other CPUs.
     """
     value = float(value)
     held = low <= value <= high
     row = {"what": what, "value": value, "low": low, "high": high, "fmt": fmt, "held": held}
     sweeping = _record(row)
     if show:
-        print(f"{what}: {fmt.format(value)} (our training runs: {fmt.format(low)} to {fmt.format(high)})")
+        print(f"{what}: {fmt.format(value)} "
+              f"(our training runs, with a margin: {fmt.format(low)} to {fmt.format(high)})")
     if not held and not sweeping:
         raise AssertionError(f"{what} = {fmt.format(value)}, outside the range "
                              f"{fmt.format(low)} to {fmt.format(high)} that our runs gave")

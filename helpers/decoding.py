@@ -319,7 +319,7 @@ def greedy_decode(model, src, max_len=None, use_cache=True, stop=True):
 
     src (batch, n) -> ids (batch, 1 + steps) starting with <s>. Writes at most max_len tokens
     (by default n + 1) and, with stop=True, stops when every row has written </s>. Tokens after a
-    row's </s> are whatever the model writes next, as in helpers.reversal.greedy_decode.
+    row's </s> are whatever the model writes next: helpers.reversal.pad_after_eos blanks them.
     """
     return _write(model, src, lambda logits: logits.argmax(-1), max_len, use_cache, stop)
 

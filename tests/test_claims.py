@@ -12,7 +12,8 @@ from helpers.checks import Hint, call
 def test_expect_prints_value_and_range(capsys, monkeypatch):
     monkeypatch.delenv(claims.RECORD, raising=False)
     assert claims.expect("exact match", 0.75, 0.5, 1.0, "{:.1%}") == 0.75
-    assert capsys.readouterr().out == "exact match: 75.0% (our training runs: 50.0% to 100.0%)\n"
+    printed = "exact match: 75.0% (our training runs, with a margin: 50.0% to 100.0%)\n"
+    assert capsys.readouterr().out == printed
 
 
 def test_expect_raises_outside_its_range(monkeypatch):
