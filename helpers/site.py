@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 
+import mathjax  # the django-static-mathjax package: MathJax 3's files, nothing else
 import nbformat
 import yaml
 
@@ -169,8 +170,6 @@ def prepare(src):
     config["repository"] = {"url": course.REPO_URL, "branch": course.REPO_REF}
     (src / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
     shutil.copytree(CONFIG / "assets", src / "assets")
-    import mathjax  # the django-static-mathjax package: MathJax 3's files, nothing else
-
     es5 = pathlib.Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
     for part in MATHJAX_PARTS:
         target = src / "vendor" / "mathjax" / part
