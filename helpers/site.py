@@ -33,10 +33,6 @@ ANSWER = "Show the answer"
 MATHJAX_PARTS = ["tex-chtml.js", "input/tex/extensions", "output/chtml/fonts/woff-v2", "ui", "a11y"]
 
 
-def tags(cell):
-    return cell.get("metadata", {}).get("tags", [])
-
-
 def fenced(directive, title, body, options=""):
     """A MyST directive around body, with a fence longer than any backtick run inside it."""
     fence = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", body)), default=0))
@@ -64,20 +60,21 @@ def notebook_page(nb, stem):
     nb = copy.deepcopy(nb)
     cells = []
     for cell in nb.cells:
-        if "bootstrap" in tags(cell):
+        tags = notebooks.tags(cell)
+        if "bootstrap" in tags:
             continue
         if cell.cell_type == "code":
             cell.source = without_guard(cell.source).lstrip("\n")
             if not cell.source.strip():
                 continue
-            if "solution" in tags(cell) or "solution-only" in tags(cell):
+            if "solution" in tags or "solution-only" in tags:
                 cell.metadata.setdefault("tags", []).append("hide-cell")
             cell.outputs = [o for o in cell.outputs
                             if not (o.output_type == "stream" and not o.text.strip())]
             for output in cell.outputs:
                 if output.output_type == "stream":
                     output.text = notebooks.as_terminal_shows(output.text)
-        elif "solution-only" in tags(cell):
+        elif "solution-only" in tags:
             cell.source = fenced("dropdown", ANSWER, cell.source, ":class-container: course-answer")
         cells.append(cell)
     title, _, rest = cells[0].source.partition("\n")
@@ -93,15 +90,22 @@ def github_anchor(heading):
 
 def landing_page(readme):
     """The README's introduction and notebook table, with links that work on the site."""
-    intro = readme.split(notebooks.END)[0] + readme.split(notebooks.END)[1].split("\n## ")[0]
+    head, tail = readme.split(notebooks.END, 1)
+    intro = head + tail.split("\n## ")[0]  # up to the first section after the table
     intro = re.sub(r"<!--.*?-->\n?", "", intro)
     blob = f"{course.REPO_URL}/blob/{course.REPO_REF}"
     # a badge image inside a link becomes a plain-text link: [![Open in Colab](svg)](url) -> [Colab](url)
     intro = re.sub(r"\[!\[(?:Open in )?([^\]]*)\]\([^)]*\)\]\(([^)]*)\)", r"[\1](\2)", intro)
-    intro = intro.replace("(badges below)", "(buttons below)")
-    # a notebook's copy in the repository becomes its page; any other relative link, the repository
-    intro = re.sub(r"\]\((?:notebooks|solutions)/([^)/]+\.ipynb)\)", r"](\1)", intro)
-    intro = re.sub(r"\]\((?!https?:|#|\d\d_)([^)]+)\)", rf"]({blob}/\1)", intro)
+    intro = re.sub(r"\bbadges\b", "buttons", intro)
+
+    def site_link(link):
+        """A notebook's copy in the repository becomes its page; another relative link, the file
+        in the repository."""
+        target = link[1]
+        if re.fullmatch(r"(notebooks|solutions)/[^/]+\.ipynb", target):
+            return f"]({target.split('/')[1]})"
+        return link[0] if re.match(r"https?:|#", target) else f"]({blob}/{target})"
+    intro = re.sub(r"\]\(([^)]+)\)", site_link, intro)
     # a README section the site does not have: point at it in the repository's README
     intro = re.sub(r'"([^"]+)" below',
                    lambda m: f'"{m[1]}" in the repository\'s [README]({course.REPO_URL}'
