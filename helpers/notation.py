@@ -19,7 +19,8 @@ SYMBOLS = [
     Symbol(r"n_{\text{vocab}}", "number of tokens in the vocabulary (shared by source and target)",
            37_000, 13, "01_positions", "The input: scaled embedding plus position"),
     Symbol(r"PE_{(pos,\,2i)},\ PE_{(pos,\,2i+1)}",
-           "the sinusoidal position table: sin and cos of pos / 10000^{2i/d_model}", None, None,
+           "the sinusoidal position table: the sine and cosine of pos divided by 10000 to the power "
+           "2i/d_model", None, None,
            "01_positions", "Sinusoidal positions"),
     Symbol(r"\gamma,\ \beta", "LayerNorm's learned gain and shift, one per feature", None, None,
            "02_layer_norm", "1. The formula"),

@@ -148,9 +148,10 @@ def notation_page(solutions):
             "| Symbol | Meaning | Base | Tiny | Introduced in |", "|---|---|---|---|---|"]
     for s in notation.SYMBOLS:
         where = f"[{s.notebook[:2]} · {titles[s.notebook]}]({s.notebook}.ipynb)"
-        if s.section:
-            heading = section_anchors(solutions[s.notebook])[s.section]
-            where += f", [{s.section}]({s.notebook}.ipynb#{myst_anchor(heading)})"
+        if s.section:  # the first heading that holds the table's words (tests/test_notation.py)
+            name, heading = next((name, h) for name, h in section_anchors(solutions[s.notebook]).items()
+                                 if s.section in h)
+            where += f", [{name}]({s.notebook}.ipynb#{myst_anchor(heading)})"
         meaning = s.meaning.replace("|", "\\|")
         rows.append(f"| ${s.tex}$ | {meaning} | {value(s.base)} | {value(s.tiny)} | {where} |")
     return "\n".join(rows) + "\n"
