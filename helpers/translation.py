@@ -236,18 +236,116 @@ def training_batches(pairs, vocab, size, generator, weights=DIGIT_WEIGHTS):
     return next_batch
 
 
+# --- the rules of French numbers, for grouping a model's mistakes ------------------------------
+
+BASE_20 = {"soixante", "quatre", "vingt", "vingts", "dix", "onze", "douze", "treize", "quatorze",
+           "quinze", "seize"}
+RULES = ["the s of vingts and cents", "et in 21, 31, ..., 71", "70 to 99 (base 20)",
+         "cent and mille (the groups)", "another word"]
+
+
+def first_difference(right, wrong):
+    """The index of the first token where two token lists differ (the shorter's length if one
+    is the start of the other), or None if they are equal."""
+    for i, (a, b) in enumerate(zip(right, wrong, strict=False)):
+        if a != b:
+            return i
+    return None if len(right) == len(wrong) else min(len(right), len(wrong))
+
+
+def rule_of_mistake(number, right, wrong):
+    """Which rule of French numbers a wrong translation breaks, judged at the first token where it
+    differs from the right one (right and wrong are token lists): one of RULES."""
+    i = first_difference(right, wrong)
+    a = right[i] if i < len(right) else "</s>"
+    b = wrong[i] if i < len(wrong) else "</s>"
+    pair = {a, b}
+    if pair in ({"cent", "cents"}, {"vingt", "vingts"}):
+        return RULES[0]
+    if "et" in pair:
+        return RULES[1]
+    thousands = "mille" in right and i <= right.index("mille")
+    group = number // 1000 if thousands else number % 1000
+    if 70 <= group % 100 <= 99 and pair & BASE_20:
+        return RULES[2]
+    if pair & {"cent", "cents", "mille", "</s>"}:
+        return RULES[3]
+    return RULES[4]
+
+
+# --- training (the notebook's training cell as a function) and the shipped second model -------
+
+TINY = {"d": 64, "h": 4, "d_ff": 256, "n_layers": 2, "p": 0.1}    # notebook 05's tiny sizes
+STEPS, BATCH, WARMUP = 1000, 64, 400
+CHECKPOINTS = pathlib.Path(__file__).resolve().parent / "checkpoints"
+BELOW_MODEL = "numbers_below_100000.pt"
+
+
+def train_numbers(pairs, vocab, seed=0, steps=STEPS, weights=DIGIT_WEIGHTS, progress=True):
+    """Notebook 09's training run: one thread, the tiny model, the paper's recipe (Adam with
+    warmup 400, dropout 0.1, label smoothing 0.1), `steps` batches of 64 from training_batches,
+    the last 5 checkpoints (every 100 steps) averaged. Returns (averaged model in eval mode,
+    history of helpers.recipe.train)."""
+    from helpers import seed_all
+    from helpers.model import Transformer
+    from helpers.recipe import adam_with_warmup, average_weights, smoothed_loss, train
+
+    torch.set_num_threads(1)
+    seed_all(seed)
+    gen = torch.Generator().manual_seed(seed)
+    model = Transformer(vocab=len(vocab), **TINY)
+    opt, sched = adam_with_warmup(model, d_model=TINY["d"], warmup=WARMUP)
+    history = train(model, opt, sched, smoothed_loss(PAD), steps=steps,
+                    next_batch=training_batches(pairs, vocab, BATCH, gen, weights), every=100, keep=5,
+                    progress=progress)
+    model.load_state_dict(average_weights(history["checkpoints"]))
+    return model.eval(), history
+
+
+def train_below_model(folder=CHECKPOINTS, seed=0, progress=True):
+    """The second model of notebook 09: the same run on the training numbers below 100,000 only
+    (1 to 5 digits), saved as a state dict in folder/BELOW_MODEL. Returns the model."""
+    vocab = vocabulary()
+    pairs = load_pairs("train", below=BELOW)
+    weights = {d: w for d, w in DIGIT_WEIGHTS.items() if d < 6}
+    model, _ = train_numbers(pairs, vocab, seed=seed, weights=weights, progress=progress)
+    folder = pathlib.Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), folder / BELOW_MODEL)
+    return model
+
+
+def load_model(path, vocab):
+    """A tiny Transformer for this vocabulary with the state dict saved at path, in eval mode."""
+    from helpers.model import Transformer
+
+    model = Transformer(vocab=len(vocab), **TINY)
+    model.load_state_dict(torch.load(path, weights_only=True))
+    return model.eval()
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="Write the English-French number pairs of notebook 09.")
-    parser.add_argument("--make-data", action="store_true", help=f"write {DATA.relative_to(DATA.parents[2])}")
+    parser = argparse.ArgumentParser(description="Notebook 09's data and its second model.")
+    parser.add_argument("--make-data", action="store_true",
+                        help="write helpers/data/numbers_en_fr.tsv with num2words")
     parser.add_argument("--out", default=str(DATA), help="where to write it (default: %(default)s)")
+    parser.add_argument("--save-model", metavar="FOLDER", nargs="?", const=str(CHECKPOINTS),
+                        help=f"train the model of numbers below 100,000 and save it as FOLDER/{BELOW_MODEL} "
+                        "(default folder: helpers/checkpoints)")
+    parser.add_argument("--seed", type=int, default=0, help="the training seed (default 0)")
     args = parser.parse_args(argv)
-    if not args.make_data:
-        parser.error("nothing to do: pass --make-data")
-    path = write_data(args.out)
-    rows = read_rows(path)
-    counts = {s: sum(1 for split, _ in rows if split == s) for s in ("train", "test")}
-    print(f"wrote {path} ({path.stat().st_size:,} bytes): {counts['train']:,} training and "
-          f"{counts['test']:,} test numbers")
+    if not (args.make_data or args.save_model):
+        parser.error("nothing to do: pass --make-data and/or --save-model")
+    if args.make_data:
+        path = write_data(args.out)
+        rows = read_rows(path)
+        counts = {s: sum(1 for split, _ in rows if split == s) for s in ("train", "test")}
+        print(f"wrote {path} ({path.stat().st_size:,} bytes): {counts['train']:,} training and "
+              f"{counts['test']:,} test numbers")
+    if args.save_model:
+        train_below_model(args.save_model, seed=args.seed)
+        path = pathlib.Path(args.save_model) / BELOW_MODEL
+        print(f"wrote {path} ({path.stat().st_size:,} bytes)")
 
 
 if __name__ == "__main__":
