@@ -349,7 +349,7 @@ def check_bleu_meaning(answer):
             "better model": "BLEU compares systems on the same test set; on different tasks its "
                             "numbers do not compare: the paper's model on our numbers would score "
                             "near 100 too.",
-            "sentence average": "Both are corpus BLEU, computed the same way (section 5); the "
+            "sentence average": "Both are corpus BLEU, computed the same way (section 4); the "
                                 "difference is in the task, not in the formula.",
             "seen in training": "The split is by number: no test number is in the training rows "
                                 "(section 1 checks it).",
@@ -365,10 +365,10 @@ def check_above_question(answer):
             "the model learnt what its examples show, not the rule that builds French numbers.",
         wrong={
             "unknown words": "Every token of the numbers above 100,000 appears in the training rows "
-                             "below 100,000 (section 9 prints it).",
+                             "below 100,000 (section 8 prints it).",
             "positions": "The position table has 256 rows and extends to any length (notebook 01); "
                          "even short inputs such as \"two hundred thousand\", shorter than many training "
-                         "inputs, come out wrong (section 9).",
+                         "inputs, come out wrong (section 8).",
             "too few steps": "The same model writes almost every unseen number below 100,000 right "
                              "after the same training: it learnt its range, not beyond.",
         })
