@@ -241,7 +241,7 @@ def training_batches(pairs, vocab, size, generator, weights=DIGIT_WEIGHTS):
 BASE_20 = {"soixante", "quatre", "vingt", "vingts", "dix", "onze", "douze", "treize", "quatorze",
            "quinze", "seize"}
 RULES = ["the s of vingts and cents", "et in 21, 31, ..., 71", "70 to 99 (base 20)",
-         "cent and mille (the groups)", "another word"]
+         "cent, mille and where to stop", "another word"]
 
 
 def first_difference(right, wrong):
