@@ -17,7 +17,12 @@ number: no test number is ever in the training rows.
   ``helpers.decoding`` uses), then every word of the data, sorted.
 - ``load_pairs(split)``: the shipped rows of one split as ``Pair(number, english, french)``.
 - ``make_batch(pairs, vocab)``: pairs of token lists -> padded ``src``, ``tgt_in`` (``<s>`` +
-  target) and ``tgt_out`` (target + ``</s>``).
+  target) and ``tgt_out`` (target + ``</s>``); ``training_batches``: batches of one number of digits.
+- ``rule_of_mistake``: which rule of French numbers a wrong translation breaks.
+- ``train_numbers``: the notebook's training run; the second model of the notebook, trained on the
+  numbers below 100,000 only, is shipped in ``helpers/checkpoints/numbers_below_100000.pt``, made by
+
+      python -m helpers.translation --save-model
 """
 
 import argparse
