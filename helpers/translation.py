@@ -91,16 +91,15 @@ class Vocabulary:
         """A list of tokens -> a list of ids."""
         return [self.stoi[t] for t in tokens]
 
-    def decode(self, ids, stop=True):
-        """ids (a list or 1-d tensor, maybe starting with <s>) -> the tokens before </s>
-        (with stop=False, every token, padding and </s> included)."""
+    def decode(self, ids):
+        """ids (a list or 1-d tensor, maybe starting with <s>) -> the tokens before </s>, without
+        <s> and <pad>."""
         tokens = []
         for i in (int(i) for i in ids):
-            if stop and i == EOS:
+            if i == EOS:
                 break
-            if stop and i in (PAD, BOS):
-                continue
-            tokens.append(self.itos[i])
+            if i not in (PAD, BOS):
+                tokens.append(self.itos[i])
         return tokens
 
 
@@ -124,11 +123,10 @@ def read_rows(path=DATA):
     return rows
 
 
-def load_pairs(split, path=DATA, below=None, at_least=None):
-    """The rows of one split ("train" or "test") as Pairs, in file order; optionally only
-    the numbers below `below` and/or at least `at_least`."""
-    return [p for s, p in read_rows(path) if s == split
-            and (below is None or p.number < below) and (at_least is None or p.number >= at_least)]
+def load_pairs(split, path=DATA, below=None):
+    """The rows of one split ("train" or "test") as Pairs, in file order; with `below`, only the
+    numbers below it."""
+    return [p for s, p in read_rows(path) if s == split and (below is None or p.number < below)]
 
 
 def split_numbers(seed=SEED, p_zero=P_ZERO):

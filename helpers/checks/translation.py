@@ -143,11 +143,11 @@ BLEU = "my_bleu(hypotheses, references)"
 
 def _bleu_variant(hyps, refs, clip=True, max_n=4, mean="geometric", bp="right", scale=100.0,
                   per_sentence=False, smooth=False, clip_corpus=False):
-    """BLEU with one mistake (or none); returns a float, or None where it has no value."""
+    """BLEU with one mistake (or none), as a float."""
     if per_sentence:
         scores = [_bleu_variant([h], [r], clip, max_n, mean, bp, scale, smooth=smooth)
                   for h, r in zip(hyps, refs, strict=True)]
-        return None if any(s is None for s in scores) else sum(scores) / len(scores)
+        return sum(scores) / len(scores)
     matches, totals = [0] * max_n, [0] * max_n
     c = r = 0
     corpus_h, corpus_r = [Counter() for _ in range(max_n)], [Counter() for _ in range(max_n)]
@@ -291,7 +291,7 @@ def _score(my_bleu, hyps, refs, what):
 
 
 def _close(a, b):
-    return a is not None and abs(a - b) <= 1e-6 * max(1.0, abs(b))
+    return abs(a - b) <= 1e-6 * max(1.0, abs(b))
 
 
 @checker
