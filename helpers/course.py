@@ -27,6 +27,8 @@ NOTEBOOKS = [
      "Why positions matter, padding and causal masks, and the inverted-mask pitfall."),
     ("08_decoding", "Decoding",
      "Greedy vs beam search with the paper's length penalty, the KV cache, a saved model."),
+    ("09_translation", "Translation",
+     "English to French number words: the data pipeline, BLEU by hand, what the model does not learn."),
 ]
 
 

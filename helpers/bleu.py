@@ -1,0 +1,80 @@
+"""BLEU (Papineni et al., 2002), the metric of the paper's Table 2, computed over a whole corpus.
+
+For n = 1 to 4, the clipped n-gram precision p_n: over every sentence, each n-gram of the
+hypothesis counts at most as often as it appears in that sentence's reference; the sum of these
+counts over the corpus, divided by the number of n-grams of all the hypotheses. Then
+
+    BLEU = 100 · BP · exp(Σ_n ¼ log p_n),   BP = 1 if c > r else exp(1 - r / c),
+
+c and r the corpus's total hypothesis and reference lengths. A precision of 0 (no matching
+n-gram of some order, or no n-gram of that order at all) makes BLEU 0, and so does c = 0.
+This equals ``sacrebleu.corpus_bleu(hyps, [refs], tokenize="none", smooth_method="none")`` on
+the same tokens joined by spaces (sacrebleu's default smoothing, "exp", only differs where a
+precision is 0).
+
+Sentences are lists of tokens; one reference per hypothesis.
+"""
+
+import math
+from collections import Counter
+
+MAX_N = 4
+
+
+def ngrams(tokens, n):
+    """Counter of the n-grams (tuples of n tokens) of a token list."""
+    return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+
+
+def statistics(hypotheses, references, max_n=MAX_N):
+    """What BLEU is computed from: matches[n - 1] (clipped) and totals[n - 1], summed over the
+    corpus for n = 1 .. max_n, and the corpus lengths c (hypotheses) and r (references)."""
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+    matches, totals = [0] * max_n, [0] * max_n
+    c = r = 0
+    for hyp, ref in zip(hypotheses, references, strict=True):
+        hyp, ref = list(hyp), list(ref)
+        c, r = c + len(hyp), r + len(ref)
+        for n in range(1, max_n + 1):
+            h, g = ngrams(hyp, n), ngrams(ref, n)
+            matches[n - 1] += sum(min(count, g[gram]) for gram, count in h.items())
+            totals[n - 1] += max(len(hyp) - n + 1, 0)
+    return {"matches": matches, "totals": totals, "c": c, "r": r}
+
+
+def brevity_penalty(c, r):
+    """1 when the hypotheses are longer than the references (c > r), else exp(1 - r / c)."""
+    if c > r:
+        return 1.0
+    return math.exp(1 - r / c) if c > 0 else 0.0
+
+
+def bleu_parts(hypotheses, references, max_n=MAX_N):
+    """The precisions, the brevity penalty and BLEU (0 to 100) of a corpus, as a dict."""
+    stats = statistics(hypotheses, references, max_n)
+    precisions = [m / t if t else 0.0 for m, t in zip(stats["matches"], stats["totals"], strict=True)]
+    bp = brevity_penalty(stats["c"], stats["r"])
+    if min(precisions) == 0:
+        score = 0.0
+    else:
+        score = 100 * bp * math.exp(sum(math.log(p) for p in precisions) / max_n)
+    return {**stats, "precisions": precisions, "bp": bp, "bleu": score}
+
+
+def corpus_bleu(hypotheses, references, max_n=MAX_N):
+    """BLEU of a corpus, 0 to 100: hypotheses and references are lists of token lists."""
+    return bleu_parts(hypotheses, references, max_n)["bleu"]
+
+
+def sacrebleu_score(hypotheses, references):
+    """sacrebleu's corpus BLEU on the same tokens (None when sacrebleu is not installed):
+    tokenize="none" scores the tokens as given (split on spaces), smooth_method="none" keeps a
+    zero precision a zero."""
+    try:
+        import sacrebleu
+    except ImportError:
+        return None
+    result = sacrebleu.corpus_bleu([" ".join(h) for h in hypotheses], [[" ".join(r) for r in references]],
+                                   tokenize="none", smooth_method="none")
+    return result.score

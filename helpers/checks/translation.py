@@ -1,0 +1,374 @@
+"""Checks for notebook 09 (translation): the data pipeline, BLEU, and the questions of "Check your
+understanding"."""
+
+import math
+from collections import Counter
+
+import torch
+
+from helpers import bleu as course_bleu
+from helpers import translation
+from helpers.checks import Hint, Passed, call, checker, choice, number
+from helpers.reversal import BOS, EOS, PAD
+
+# --- Your turn 1: pairs -> src, tgt_in, tgt_out -----------------------------------------------
+
+BATCH = "my_make_batch(pairs, vocab)"
+
+# (English, French) of the check's batches: short and long, one word and nineteen tokens
+CHECK_PAIRS = [
+    [("seventy-one", "soixante et onze"), ("two hundred", "deux cents"),
+     ("nine hundred and ninety-nine thousand, nine hundred and ninety-nine",
+      "neuf cent quatre-vingt-dix-neuf mille neuf cent quatre-vingt-dix-neuf"), ("six", "six")],
+    [("eighty thousand", "quatre-vingt mille"), ("four", "quatre"),
+     ("twenty-one thousand and one", "vingt et un mille un")],
+]
+
+
+def _pairs(texts):
+    return [(translation.tokenize(en), translation.tokenize(fr)) for en, fr in texts]
+
+
+def _batch_mistakes(pairs, vocab):
+    """(hint, (src, tgt_in, tgt_out)) of each typical mistake, computed from the pairs."""
+    def build(src_of, tin_of, tout_of, side="end", pad=PAD):
+        rows = [(src_of(s, t), tin_of(s, t), tout_of(s, t)) for s, t in pairs]
+        out = []
+        for k in range(3):
+            seqs = [r[k] for r in rows]
+            n = max(len(x) for x in seqs)
+            padded = [(x + [pad] * (n - len(x))) if side == "end" else ([pad] * (n - len(x)) + x)
+                      for x in seqs]
+            out.append(torch.tensor(padded, dtype=torch.long))
+        return tuple(out)
+
+    def ids(tokens):
+        return vocab.encode(tokens)
+
+    right = (lambda s, t: ids(s), lambda s, t: [BOS, *ids(t)], lambda s, t: [*ids(t), EOS])
+    yield ("tgt_in and tgt_out are swapped: the decoder reads <s> + target (tgt_in) and must write "
+           "target + </s> (tgt_out).", build(right[0], right[2], right[1]))
+    yield ("Source and target are swapped: src is the English, the target is the French.",
+           build(lambda s, t: ids(t), lambda s, t: [BOS, *ids(s)], lambda s, t: [*ids(s), EOS]))
+    yield ("The padding is at the start of the rows: the course's model expects it at the end "
+           "(<pad> after the last real token), as in notebook 05.", build(*right, side="start"))
+    yield ("tgt_in has no <s>: the decoder input is the target shifted right, <s> first.",
+           build(right[0], lambda s, t: ids(t), right[2]))
+    yield ("tgt_out has no </s>: the decoder must learn to write </s> after the last word, or it "
+           "never stops.", build(right[0], right[1], lambda s, t: ids(t)))
+    yield ("tgt_in ends with </s> too: tgt_in = <s> + target only (the decoder never reads </s>), "
+           "tgt_out = target + </s>.", build(right[0], lambda s, t: [BOS, *ids(t), EOS], right[2]))
+    yield ("tgt_out starts with <s>: tgt_out = target + </s>, the target shifted one to the left "
+           "of tgt_in.", build(right[0], right[1], lambda s, t: [BOS, *ids(t), EOS]))
+    yield ("src has <s> and </s>: in this course the source is the English tokens alone, as in "
+           "notebook 05.", build(lambda s, t: [BOS, *ids(s), EOS], right[1], right[2]))
+    yield ("src starts with <s>: in this course the source is the English tokens alone.",
+           build(lambda s, t: [BOS, *ids(s)], right[1], right[2]))
+    yield ("src ends with </s>: in this course the source is the English tokens alone.",
+           build(lambda s, t: [*ids(s), EOS], right[1], right[2]))
+    for pad, name in ((EOS, "</s>"), (-100, "-100")):
+        yield (f"The padding is {name}: pad with <pad> (id {PAD}), the id the masks and the loss ignore.",
+               build(*right, pad=pad))
+
+
+def _as_three(out):
+    if not isinstance(out, (tuple, list)) or len(out) != 3:
+        kind = f"a {type(out).__name__} of {len(out)} items" if isinstance(out, (tuple, list)) else \
+            f"a {type(out).__name__}"
+        raise Hint(f"my_make_batch should return three tensors (src, tgt_in, tgt_out), got {kind}.")
+    names = ("src", "tgt_in", "tgt_out")
+    result = []
+    for name, t in zip(names, out, strict=True):
+        if isinstance(t, (list, tuple)):
+            raise Hint(f"{name} should be a tensor, got a {type(t).__name__}: turn the padded rows into "
+                       "one tensor with torch.tensor(rows).")
+        if not isinstance(t, torch.Tensor):
+            raise Hint(f"{name} should be a tensor of token ids, got {type(t).__name__}.")
+        if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+            raise Hint(f"{name} has dtype {t.dtype}: token ids are whole numbers (torch.long), which "
+                       "the embedding needs.")
+        if t.dim() != 2:
+            raise Hint(f"{name} should have 2 axes (batch, positions), got shape {tuple(t.shape)}.")
+        result.append(t.long())
+    return result
+
+
+def _same(a, b):
+    return tuple(a.shape) == tuple(b.shape) and bool((a == b).all())
+
+
+def _show(vocab, row):
+    return " ".join(vocab.itos[i] if 0 <= i < len(vocab) else str(i) for i in row.tolist())
+
+
+@checker
+def check_make_batch(my_make_batch, vocab):
+    """my_make_batch(pairs, vocab) -> src, tgt_in, tgt_out, against helpers.translation.make_batch."""
+    names = ("src", "tgt_in", "tgt_out")
+    for texts in CHECK_PAIRS:
+        pairs = _pairs(texts)
+        out = call(my_make_batch, BATCH, pairs, vocab,
+                   reference=[(translation, "make_batch", "helpers.translation.make_batch")],
+                   instead="build the three tensors from the pairs with vocab.encode (or vocab.stoi).")
+        got = _as_three(out)
+        right = translation.make_batch(pairs, vocab)
+        if all(_same(g, r) for g, r in zip(got, right, strict=True)):
+            continue
+        for hint, wrong in _batch_mistakes(pairs, vocab):
+            if all(_same(g, w) for g, w in zip(got, wrong, strict=True)):
+                return hint
+        for name, g, r in zip(names, got, right, strict=True):
+            if g.shape[0] != r.shape[0]:
+                return f"{name} should have one row per pair ({r.shape[0]}), got {g.shape[0]}."
+            longer = g.shape[1] > r.shape[1]
+            if longer and _same(g[:, : r.shape[1]], r) and bool((g[:, r.shape[1]:] == PAD).all()):
+                return (f"{name} has {g.shape[1]} columns where {r.shape[1]} are enough: pad each batch "
+                        "to its own longest sequence, not to a fixed length.")
+        for name, g, r in zip(names, got, right, strict=True):
+            if not _same(g, r):
+                for i in range(r.shape[0]):
+                    if g.shape[1:] != r.shape[1:] or not bool((g[i] == r[i]).all()):
+                        en, fr = texts[i]
+                        return (f"{name} for the pair \"{en}\" -> \"{fr}\" should be "
+                                f"[{_show(vocab, r[i])}], shape {tuple(r.shape)} for the batch; got "
+                                f"[{_show(vocab, g[i]) if g.shape[0] > i else '?'}], shape {tuple(g.shape)}.")
+    return Passed("Your three tensors equal helpers.translation.make_batch on two batches of mixed "
+                  "lengths, one-word numbers and the longest one included.")
+
+
+# --- Your turn 2: BLEU ------------------------------------------------------------------------
+
+BLEU = "my_bleu(hypotheses, references)"
+
+
+def _bleu_variant(hyps, refs, clip=True, max_n=4, mean="geometric", bp="right", scale=100.0,
+                  per_sentence=False, smooth=False, clip_corpus=False):
+    """BLEU with one mistake (or none), as a float."""
+    if per_sentence:
+        scores = [_bleu_variant([h], [r], clip, max_n, mean, bp, scale, smooth=smooth)
+                  for h, r in zip(hyps, refs, strict=True)]
+        return sum(scores) / len(scores)
+    matches, totals = [0] * max_n, [0] * max_n
+    c = r = 0
+    corpus_h, corpus_r = [Counter() for _ in range(max_n)], [Counter() for _ in range(max_n)]
+    sentence_bps = []
+    for h, g in zip(hyps, refs, strict=True):
+        c, r = c + len(h), r + len(g)
+        sentence_bps.append(1.0 if len(h) > len(g) else (math.exp(1 - len(g) / len(h)) if h else 0.0))
+        for n in range(1, max_n + 1):
+            hn, gn = course_bleu.ngrams(h, n), course_bleu.ngrams(g, n)
+            corpus_h[n - 1].update(hn)
+            corpus_r[n - 1].update(gn)
+            if clip:
+                matches[n - 1] += sum(min(k, gn[x]) for x, k in hn.items())
+            else:
+                matches[n - 1] += sum(k for x, k in hn.items() if x in gn)
+            totals[n - 1] += max(len(h) - n + 1, 0)
+    if clip_corpus:
+        matches = [sum(min(k, corpus_r[n][x]) for x, k in corpus_h[n].items()) for n in range(max_n)]
+    if smooth:                                   # sacrebleu's default, "exp"
+        precisions, factor = [], 1.0
+        if not any(matches):
+            return 0.0
+        for m, t in zip(matches, totals, strict=True):
+            if t == 0:
+                precisions.append(0.0)
+            elif m == 0:
+                factor *= 2
+                precisions.append(1 / (factor * t))
+            else:
+                precisions.append(m / t)
+    else:
+        precisions = [m / t if t else 0.0 for m, t in zip(matches, totals, strict=True)]
+    chars = (sum(len("".join(h)) for h in hyps), sum(len("".join(g)) for g in refs))
+    lengths = {"right": (c, r), "chars": chars}
+    if bp in ("right", "chars"):
+        cc, rr = lengths[bp]
+        penalty = 1.0 if cc > rr else (math.exp(1 - rr / cc) if cc else 0.0)
+    elif bp == "none":
+        penalty = 1.0
+    elif bp == "upside down":                    # exp(1 - c / r): a bonus for short output
+        penalty = 1.0 if c > r else (math.exp(1 - c / r) if r else 0.0)
+    elif bp == "long":                           # penalises long output instead of short
+        penalty = 1.0 if c < r else (math.exp(1 - c / r) if r else 0.0)
+    elif bp == "sentences":                      # each sentence's own penalty, averaged
+        penalty = sum(sentence_bps) / len(sentence_bps)
+    if mean == "arithmetic":
+        return scale * penalty * sum(precisions) / max_n
+    if min(precisions) == 0:
+        return 0.0
+    return scale * penalty * math.exp(sum(math.log(p) for p in precisions) / max_n)
+
+
+BLEU_MISTAKES = [
+    ("Your counts are not clipped: an n-gram of the hypothesis counts at most as often as it appears "
+     "in the reference (\"quatre quatre quatre\" has one matching quatre, not three).", {"clip": False}),
+    ("You clipped against the whole corpus's counts: clip each sentence's n-grams against its own "
+     "reference, then add the clipped counts over the corpus.", {"clip_corpus": True}),
+    ("You averaged the sentences' BLEU scores: BLEU is computed over the whole corpus (add the "
+     "clipped counts, the n-gram totals and the lengths of all sentences first, then one formula).",
+     {"per_sentence": True}),
+    ("You took the arithmetic mean of the precisions: BLEU uses their geometric mean, "
+     "exp(¼ Σ log p_n).", {"mean": "arithmetic"}),
+    ("The brevity penalty is missing: when the hypotheses are shorter than the references (c ≤ r), "
+     "multiply by exp(1 - r / c).", {"bp": "none"}),
+    ("The brevity penalty is upside down: it is exp(1 - r / c) (at most 1, a penalty), not "
+     "exp(1 - c / r).", {"bp": "upside down"}),
+    ("Your brevity penalty punishes long hypotheses: it applies when the hypotheses are shorter "
+     "(c ≤ r), as exp(1 - r / c); precision already punishes extra words.", {"bp": "long"}),
+    ("Your brevity penalty comes from each sentence's lengths, averaged: use the corpus's total "
+     "lengths, c = all hypothesis tokens and r = all reference tokens.", {"bp": "sentences"}),
+    ("Your brevity penalty counts characters: c and r are numbers of tokens.", {"bp": "chars"}),
+    ("Your n-grams stop at 3: BLEU uses n = 1, 2, 3 and 4, each with weight ¼.", {"max_n": 3}),
+    ("Your n-grams go up to 5: BLEU uses n = 1, 2, 3 and 4, each with weight ¼.", {"max_n": 5}),
+    ("Your score is between 0 and 1: BLEU is reported from 0 to 100 (the paper's 27.3): multiply "
+     "by 100.", {"scale": 1.0}),
+    ("You smoothed the zero precisions (as sacrebleu does by default, smooth_method=\"exp\"): the "
+     "course's BLEU, like the paper's, is 0 when some precision is 0.", {"smooth": True}),
+]
+
+
+def bleu_corpora():
+    """The check's corpora: (what it is, hypotheses, references). The first has every precision
+    above 0 and hypotheses shorter than their references; then a zero 4-gram precision, short
+    hypotheses (no 4-gram at all), an empty hypothesis, and longer hypotheses (no penalty)."""
+    t = translation.tokenize
+    return [
+        ("a corpus of four sentences",
+         [t("quatre-vingt mille deux cent un"), t("cent vingt-trois"), t("soixante et onze mille"),
+          t("quatre quatre quatre quatre quatre-vingt-dix-sept")],
+         [t("quatre-vingt mille deux cent un"), t("cent vingt-trois mille quatre cent cinquante-six"),
+          t("soixante et onze mille quatre-vingts"), t("quatre-vingt-dix-sept")]),
+        ("a corpus whose hypotheses share no 4-gram with their references",
+         [t("deux cent mille un"), t("trois cents mille")],
+         [t("deux cent un mille"), t("trois cent mille")]),
+        ("a corpus of hypotheses shorter than 4 tokens",
+         [t("cent un"), t("deux cents"), t("mille")],
+         [t("cent un"), t("deux cent un"), t("mille")]),
+        ("a corpus with an empty hypothesis",
+         [[], t("deux cent mille deux cents"), t("vingt et un mille un")],
+         [t("sept"), t("deux cent mille deux cents"), t("vingt et un mille un")]),
+        ("a corpus of hypotheses longer than their references",
+         [t("deux cent mille deux cent deux"), t("vingt et un mille un cent")],
+         [t("deux cent mille deux cents"), t("vingt et un mille un")]),
+    ]
+
+
+def _bleu_references():
+    refs = [(course_bleu, "corpus_bleu", "helpers.bleu.corpus_bleu"),
+            (course_bleu, "bleu_parts", "helpers.bleu.bleu_parts"),
+            (course_bleu, "statistics", "helpers.bleu.statistics"),
+            (course_bleu, "sacrebleu_score", "helpers.bleu.sacrebleu_score")]
+    try:
+        import sacrebleu
+        from sacrebleu.metrics import BLEU as SacreBLEU
+    except ImportError:
+        return refs
+    return refs + [(sacrebleu, "corpus_bleu", "sacrebleu.corpus_bleu"),
+                   (sacrebleu, "sentence_bleu", "sacrebleu.sentence_bleu"),
+                   (SacreBLEU, "corpus_score", "sacrebleu's BLEU().corpus_score"),
+                   (SacreBLEU, "sentence_score", "sacrebleu's BLEU().sentence_score")]
+
+
+def _score(my_bleu, hyps, refs, what):
+    try:
+        out = call(my_bleu, BLEU, hyps, refs, reference=_bleu_references(),
+                   instead="count the n-grams and compute the formula yourself.")
+    except Hint as h:
+        text = str(h)
+        if ("ValueError" in text and "math domain" in text) or "ZeroDivisionError" in text:
+            raise Hint(f"On {what}, {text.split(' raised ')[0]} raised {text.split(' raised ')[1][:60]}: "
+                       "a precision of 0 (or no n-gram of some order at all, or no hypothesis token) "
+                       "makes BLEU 0; return 0.0 there instead of taking log(0) or dividing by 0.") from None
+        raise
+    if isinstance(out, (tuple, list, dict)):
+        raise Hint(f"my_bleu should return one number, the corpus's BLEU, got a {type(out).__name__}.")
+    value = out if not isinstance(out, torch.Tensor) or out.numel() != 1 else out.item()
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        raise Hint(f"On {what}, my_bleu returned {value}: a precision of 0 (or no n-gram of some "
+                   "order at all) makes BLEU 0; return 0.0 there instead of taking log(0).")
+    return number(value, "my_bleu's result")
+
+
+def _close(a, b):
+    return abs(a - b) <= 1e-6 * max(1.0, abs(b))
+
+
+@checker
+def check_bleu(my_bleu):
+    """my_bleu(hypotheses, references) -> corpus BLEU from 0 to 100, on the check's corpora."""
+    corpora = bleu_corpora()
+    got = [_score(my_bleu, hyps, refs, what) for what, hyps, refs in corpora]
+    right = [course_bleu.corpus_bleu(hyps, refs) for _, hyps, refs in corpora]
+    if all(_close(g, r) for g, r in zip(got, right, strict=True)):
+        return Passed("Your BLEU equals the course's on five corpora, including a zero 4-gram "
+                      "precision, hypotheses shorter than 4 tokens, an empty hypothesis and hypotheses "
+                      "longer than their references.")
+    for hint, flags in BLEU_MISTAKES:                 # a mistake gives its own numbers on every corpus
+        wrong = [_bleu_variant(hyps, refs, **flags) for _, hyps, refs in corpora]
+        if all(_close(w, g) for w, g in zip(wrong, got, strict=True)):
+            return hint
+    for (what, _, _), g, r in zip(corpora, got, right, strict=True):
+        if _close(g, r):
+            continue
+        if r == 0.0:
+            return (f"On {what}, BLEU should be 0 (some precision is 0), got {g:.4g}: a precision of 0 "
+                    "makes the geometric mean, and BLEU, 0.")
+        return (f"On {what}, BLEU should be {r:.4f}, got {g:.4f}: check the clipped counts and totals "
+                "of each n, the geometric mean and the brevity penalty against the formula.")
+
+
+# --- Check your understanding ----------------------------------------------------------------
+
+@checker
+def check_short_bleu(answer):
+    """BLEU of a one-sentence corpus where the hypothesis "cent un" equals its reference."""
+    value = number(answer, "answer_1")
+    if abs(value) < 1e-9:
+        return Passed("Two tokens have no 3-gram and no 4-gram, so p_3 and p_4 are 0 (0 matches out of "
+                      "0): the geometric mean, and BLEU, are 0, although the translation is perfect. "
+                      "Over a whole corpus of longer sentences this cannot happen.")
+    if abs(value - 100) < 1e-6 or abs(value - 1) < 1e-9:
+        return ("A perfect translation scores 100 only if it has n-grams of every order 1 to 4: how many "
+                "3-grams and 4-grams do two tokens have?")
+    if abs(value - 50) < 1e-6:
+        return ("p_1 and p_2 are 1, but p_3 and p_4 are not 1 (nor left out): BLEU's geometric mean uses "
+                "all four, and a two-token sentence has no 3-gram or 4-gram.")
+    return "Count the n-grams of each order 1 to 4 in a two-token sentence, then use the formula."
+
+
+@checker
+def check_bleu_meaning(answer):
+    """Why BLEU near 100 here does not compare with the paper's 27.3."""
+    return choice(
+        answer, "answer_2", right="easier task",
+        why="One right answer per number, a vocabulary of 60 words, and mostly word-for-word "
+            "alignments: a sentence of the news has many good translations, and BLEU against one "
+            "reference scores even a good one far below 100.",
+        wrong={
+            "better model": "BLEU compares systems on the same test set; on different tasks its "
+                            "numbers do not compare: the paper's model on our numbers would score "
+                            "near 100 too.",
+            "sentence average": "Both are corpus BLEU, computed the same way (section 4); the "
+                                "difference is in the task, not in the formula.",
+            "seen in training": "The split is by number: no test number is in the training rows "
+                                "(section 1 checks it).",
+        })
+
+
+@checker
+def check_above_question(answer):
+    """Why the model trained below 100,000 fails above it."""
+    return choice(
+        answer, "answer_3", right="unseen combinations",
+        why="Every word and every position is known, but never \"hundred\" before \"thousand\": "
+            "the model learnt what its examples show, not the rule that builds French numbers.",
+        wrong={
+            "unknown words": "Every token of the numbers above 100,000 appears in the training rows "
+                             "below 100,000 (section 8 prints it).",
+            "positions": "The position table has 256 rows and extends to any length (notebook 01); "
+                         "even short inputs such as \"two hundred thousand\", shorter than many training "
+                         "inputs, come out wrong (section 8).",
+            "too few steps": "The same model writes almost every unseen number below 100,000 right "
+                             "after the same training: it learnt its range, not beyond.",
+        })
