@@ -169,8 +169,9 @@ def plot(results):
     found = ranges(results)
     rows = list(found)
     fig, axes = plt.subplots(1, 2, figsize=(12, 0.5 * len(rows) + 1.8), sharey=True, constrained_layout=True)
-    for ax, key, label, scale in ((axes[0], "exact_match", "test exact match (%)", 100),
-                                  (axes[1], "perplexity", "test perplexity (per token)", 1)):
+    for ax, key, label, scale, corner in ((axes[0], "exact_match", "test exact match (%)", 100, "upper left"),
+                                          (axes[1], "perplexity", "test perplexity (per token)", 1,
+                                           "upper right")):
         lo, hi = found["base"][key]
         ax.axvspan(lo * scale, hi * scale, color="tab:blue", alpha=0.12, label="range of the base row")
         for y, row in enumerate(rows):
@@ -183,7 +184,7 @@ def plot(results):
                        label="one seed" if y == 0 else None)
         ax.set_xlabel(label)
         ax.grid(axis="x", alpha=0.3)
-        ax.legend(loc="lower right", fontsize=8)
+        ax.legend(loc=corner, fontsize=8)
     axes[0].set_yticks(range(len(rows)), rows)
     axes[0].invert_yaxis()
     axes[0].set_ylabel("row of Table 3 (what changes from the base)")

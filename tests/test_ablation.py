@@ -160,3 +160,137 @@ def test_learned_positions_decode_alike_with_and_without_the_cache():
 def test_unknown_positions_are_refused():
     with pytest.raises(ValueError, match="sinusoidal"):
         Transformer(13, 64, 4, 256, 2, positions="rotary")
+
+
+# --- helpers.ablation: the rows, the data, the measures ----------------------------------------
+
+from helpers import ablation  # noqa: E402
+from helpers.reversal import PAD  # noqa: E402
+
+
+def test_every_row_changes_one_thing_of_the_base_and_builds():
+    assert ablation.config("base") == ablation.BASE
+    for row, changes in ablation.ROWS.items():
+        assert len(changes) == (0 if row == "base" else 1), row
+        assert row == "base" or row[0] in "ABDE"
+        model = ablation.build(row)
+        c = ablation.config(row)
+        attn = model.encoder_layers[0].self_attn
+        assert attn.h == c["h"] and attn.d_k == (c["d_k"] or 64 // c["h"]) and attn.d_v == 64 // c["h"]
+        assert attn.h * attn.d_v == 64                                  # d_model / h is an integer
+        assert model.dropout.p == c["p_drop"]
+        assert ("pe" in model.state_dict()) == (c["positions"] == "learned")
+
+
+def test_training_set_is_fixed_unpadded_by_length_and_never_a_test_sequence():
+    groups = ablation.training_set()
+    assert sum(len(src) for src, _, _ in groups.values()) == ablation.SETTINGS["train_size"]
+    test = {tuple(row) for row in ablation.test_set()[0].tolist()}
+    for n, (src, tgt_in, tgt_out) in groups.items():
+        assert src.shape[1] == n and tgt_in.shape[1] == tgt_out.shape[1] == n + 1
+        assert (src != PAD).all() and torch.equal(tgt_in[:, 1:], src.flip(1))
+        padded = F.pad(src, (0, 8 - n))
+        assert not {tuple(row) for row in padded.tolist()} & test
+    again = ablation.training_set()
+    assert all(torch.equal(again[n][0], groups[n][0]) for n in groups)
+
+
+def test_batches_have_one_length_and_follow_their_generator():
+    groups = ablation.training_set()
+    draw = ablation.batches(groups, 64, torch.Generator().manual_seed(0))
+    seen = set()
+    for _ in range(30):
+        src, tgt_in, tgt_out = draw()
+        assert src.shape == (64, src.shape[1]) and tgt_in.shape == tgt_out.shape == (64, src.shape[1] + 1)
+        seen.add(src.shape[1])
+    assert seen == set(groups)
+    a = ablation.batches(groups, 8, torch.Generator().manual_seed(3))()
+    b = ablation.batches(groups, 8, torch.Generator().manual_seed(3))()
+    assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+class Fixed(torch.nn.Module):
+    """A stand-in model: the same log-probabilities at every position, whatever it reads."""
+
+    def __init__(self, logits):
+        super().__init__()
+        self.logits = logits
+
+    def forward(self, src, tgt_in):
+        return self.logits.expand(*tgt_in.shape, -1)
+
+
+def test_perplexity_by_hand():
+    src, tgt_in, tgt_out = ablation.test_set()
+    # a uniform guess over the 13 tokens: perplexity 13
+    assert ablation.perplexity(Fixed(torch.zeros(13)), src, tgt_in, tgt_out) == pytest.approx(13.0)
+    # p(1) = 1/3 and p(2) = 2/3 at every position; targets 1 then 2: exp(-(ln 1/3 + ln 2/3) / 2)
+    logits = torch.tensor([float("-inf"), math.log(1 / 3), math.log(2 / 3)])
+    one_two = torch.tensor([[1, 2]])
+    assert ablation.perplexity(Fixed(logits), one_two, one_two, one_two) == pytest.approx(math.sqrt(4.5))
+    # padding is left out: only the first target counts, perplexity 1 / (1/3) = 3
+    first_only = torch.tensor([[1, PAD]])
+    assert ablation.perplexity(Fixed(logits), one_two, one_two, first_only) == pytest.approx(3.0)
+
+
+def test_trained_model_measures_as_notebook_05_prints():
+    from helpers.decoding import CHECKPOINTS, TRAINED, load_tiny
+    from helpers.recipe import cross_entropy
+    model = load_tiny(CHECKPOINTS / TRAINED)
+    src, tgt_in, tgt_out = ablation.test_set()
+    assert ablation.exact_match(model, src, tgt_out) == 1.0
+    assert ablation.perplexity(model, src, tgt_in, tgt_out) == math.exp(cross_entropy(model, src, tgt_in,
+                                                                                      tgt_out, PAD))
+    assert 1.0 < ablation.perplexity(model, src, tgt_in, tgt_out) < 1 / 0.9077 + 0.01
+
+
+# --- the results file and one re-run -----------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def results():
+    return ablation.load_results()
+
+
+def test_results_file_holds_every_row_over_the_same_seeds_with_the_current_settings(results):
+    assert results["settings"] == ablation.SETTINGS, "settings changed: run tests/ablations.py --fresh"
+    assert list(results["runs"]) == list(ablation.ROWS)
+    seeds = {tuple(runs) for runs in results["runs"].values()}
+    assert len(seeds) == 1 and len(next(iter(seeds))) >= 3
+    for runs in results["runs"].values():
+        for run in runs.values():
+            assert 0 <= run["exact_match"] <= 1 and 1 <= run["perplexity"] < 13 and run["seconds"] > 0
+
+
+def test_the_base_row_does_not_saturate(results):
+    lo, hi = ablation.ranges(results)["base"]["exact_match"]
+    assert hi < 0.99
+
+
+def test_table_and_plot_show_every_row(results):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    text = ablation.table(results)
+    assert len(text.splitlines()) == 1 + len(ablation.ROWS)
+    assert all(row in text for row in ablation.ROWS)
+    fig = ablation.plot(results)
+    left, right = fig.axes
+    assert [t.get_text() for t in left.get_yticklabels()] == list(ablation.ROWS)
+    assert left.get_title() and right.get_title() and fig._suptitle.get_text()
+    assert left.get_xlabel() and right.get_xlabel() and left.get_ylabel()
+    plt.close(fig)
+
+
+RERUN = "B: d_k = 4"       # among the cheapest rows (about 20 s), and it runs the new d_k option
+
+
+def test_one_run_again_falls_in_the_stored_range(results):
+    """Re-train one row for seed 0. On another CPU or torch build the run rounds differently and
+    ends elsewhere, as another seed would: so the tolerance is the row's own spread over the seeds
+    (at least 5 points of exact match, 0.05 of perplexity) on each side of its stored range."""
+    got = ablation.run(RERUN, 0)
+    found = ablation.ranges(results)[RERUN]
+    for key, floor in (("exact_match", 0.05), ("perplexity", 0.05)):
+        lo, hi = found[key]
+        margin = max(hi - lo, floor)
+        assert lo - margin <= got[key] <= hi + margin, (key, got[key], lo, hi)
