@@ -152,12 +152,17 @@ def ranges(results):
     return out
 
 
+def parameters(row):
+    """The number of parameters of a row's model (the paper's Table 3 lists them too)."""
+    return sum(p.numel() for p in build(row).parameters())
+
+
 def table(results):
-    """The table of ranges as text: one line per row."""
-    lines = [f"{'row':<22}{'seeds':>6}{'exact match (min–max)':>24}{'perplexity (min–max)':>23}"]
+    """The table of ranges as text: one line per row, with its number of parameters."""
+    lines = [f"{'row':<22}{'params':>9}{'seeds':>7}{'exact match (min–max)':>24}{'perplexity (min–max)':>23}"]
     for row, r in ranges(results).items():
         (em_lo, em_hi), (pp_lo, pp_hi) = r["exact_match"], r["perplexity"]
-        lines.append(f"{row:<22}{r['seeds']:>6}{f'{em_lo:.1%} – {em_hi:.1%}':>24}"
+        lines.append(f"{row:<22}{parameters(row):>9,}{r['seeds']:>7}{f'{em_lo:.1%} – {em_hi:.1%}':>24}"
                      f"{f'{pp_lo:.3f} – {pp_hi:.3f}':>23}")
     return "\n".join(lines)
 
