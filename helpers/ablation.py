@@ -19,6 +19,12 @@ import time
 
 import torch
 
+from helpers import seed_all
+from helpers.decoding import TINY, exact_matches, greedy_decode
+from helpers.model import Transformer
+from helpers.recipe import adam_with_warmup, average_weights, cross_entropy, smoothed_loss, train
+from helpers.reversal import PAD, VOCAB, batch
+
 RESULTS = pathlib.Path(__file__).resolve().parent / "data" / "ablations.json"
 
 BASE = {"h": 4, "d_k": None, "p_drop": 0.1, "eps_ls": 0.1, "positions": "sinusoidal"}
@@ -52,14 +58,12 @@ def config(row):
 
 def test_set(settings=SETTINGS):
     """Notebook 05's test set: (src, tgt_in, tgt_out) of 500 sequences."""
-    from helpers.reversal import batch
     return batch(settings["test_size"], torch.Generator().manual_seed(settings["test_seed"]))
 
 
 def training_set(settings=SETTINGS):
     """The fixed training set: train_size sequences, none equal to a test sequence, grouped by
     length -> {length: (src, tgt_in, tgt_out)} without padding."""
-    from helpers.reversal import PAD, batch
     test = {tuple(row) for row in test_set(settings)[0].tolist()}
     drawn = torch.Generator().manual_seed(settings["train_seed"])
     src, tgt_in, tgt_out = batch(2 * settings["train_size"], drawn)
@@ -85,9 +89,6 @@ def batches(groups, size, generator):
 
 def build(row):
     """The tiny Transformer of a row (untrained)."""
-    from helpers.decoding import TINY
-    from helpers.model import Transformer
-    from helpers.reversal import VOCAB
     c = config(row)
     return Transformer(VOCAB, TINY["d"], c["h"], TINY["d_ff"], TINY["n_layers"], c["p_drop"],
                        d_k=c["d_k"], positions=c["positions"])
@@ -95,14 +96,11 @@ def build(row):
 
 def perplexity(model, src, tgt_in, tgt_out):
     """exp(mean per-token cross-entropy) on the targets, padding left out, no smoothing, eval mode."""
-    from helpers.recipe import cross_entropy
-    from helpers.reversal import PAD
     return math.exp(cross_entropy(model, src, tgt_in, tgt_out, PAD))
 
 
 def exact_match(model, src, tgt_out):
     """Share of the sequences whose greedy output is right up to and including </s>."""
-    from helpers.decoding import exact_matches, greedy_decode
     ys = greedy_decode(model, src, max_len=tgt_out.shape[1], use_cache=False)
     return exact_matches(ys, tgt_out).float().mean().item()
 
@@ -111,9 +109,6 @@ def run(row, seed, settings=SETTINGS, progress=False):
     """Train the row's model once (one thread) and measure it on the test set.
 
     Returns {"exact_match", "perplexity", "seconds"} (seconds: training and evaluation)."""
-    from helpers import seed_all
-    from helpers.recipe import adam_with_warmup, average_weights, smoothed_loss, train
-    from helpers.reversal import PAD
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

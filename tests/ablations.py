@@ -8,8 +8,9 @@ the results file that notebook 05 reads (not a pytest test).
 Each run trains one thread; --jobs (default 2) runs go at a time, in separate processes. A bar
 shows the runs done and a line is printed per finished run. The file (default
 helpers/data/ablations.json) holds the settings, the torch version and, per row and seed, the
-test exact match, the test perplexity and the seconds the run took. Runs already in the file
-for the same settings are kept unless run again (--fresh starts a new file).
+test exact match, the test perplexity and the seconds the run took, and the wall-clock seconds
+of the commands that made it. Runs already in the file for the same settings and torch version
+are kept unless run again (--fresh starts a new file).
 """
 
 import argparse
@@ -28,8 +29,7 @@ from helpers import ablation  # noqa: E402
 
 
 def one_run(row, seed):
-    sys.path.insert(0, str(ROOT))
-    from helpers import ablation
+    """One run, in a worker process (which imports this file again, so helpers is found)."""
     return row, seed, ablation.run(row, seed)
 
 
@@ -46,11 +46,11 @@ def main(argv=None):
     import torch
     from tqdm import tqdm
     out = pathlib.Path(args.out)
-    runs = {}
+    runs, seconds_before = {}, 0
     if out.exists() and not args.fresh:
         old = json.loads(out.read_text())
         if old.get("settings") == ablation.SETTINGS and old.get("torch") == torch.__version__:
-            runs = old["runs"]
+            runs, seconds_before = old["runs"], old.get("seconds_total", 0)
     todo = [(row, seed) for row in args.rows for seed in args.seeds]
     start = time.perf_counter()
     context = multiprocessing.get_context("spawn")
@@ -67,7 +67,7 @@ def main(argv=None):
                for row in ablation.ROWS if row in runs}
     results = {"settings": ablation.SETTINGS, "torch": torch.__version__,
                "python": platform.python_version(), "machine": platform.machine(),
-               "seconds_total": round(total), "jobs": args.jobs, "runs": ordered}
+               "seconds_total": seconds_before + round(total), "jobs": args.jobs, "runs": ordered}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1) + "\n")
     print(f"\n{len(todo)} runs in {total:.0f} s ({args.jobs} at a time); wrote {out}\n")

@@ -11,18 +11,7 @@ from helpers.attention import MultiHeadAttention, additive_mask, causal_mask
 from helpers.decoding import greedy_decode
 from helpers.layers import DecoderLayer, EncoderLayer
 from helpers.model import Transformer
-
-
-def moved(module):
-    """Move every parameter off its initial value (biases ≠ 0, γ ≠ 1, β ≠ 0)."""
-    with torch.no_grad():
-        for p in module.parameters():
-            p.add_(0.1 * torch.randn_like(p))
-    return module
-
-
-def count(module):
-    return sum(p.numel() for p in module.parameters())
+from test_layers import count, moved
 
 
 # --- the defaults are the paper's base model, unchanged ---------------------------------------
