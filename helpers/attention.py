@@ -1,5 +1,8 @@
 """Multi-head attention (paper §3.2): softmax(Q Kᵀ / √d_k) V in h heads of d_k = d_model / h.
 
+``MultiHeadAttention(d_model, h, d_k=..., d_v=...)`` gives other head sizes (the paper's Table 3,
+rows A and B); by default d_k = d_v = d_model / h.
+
 Masks follow PyTorch's convention: a boolean mask is True where a position is *hidden*.
 """
 
@@ -11,7 +14,8 @@ from torch import nn
 
 
 def split_heads(x, h):
-    """(batch, n, d_model) -> (batch, h, n, d_k): each head gets its own d_k columns."""
+    """(batch, n, d_model) -> (batch, h, n, d_k): each head gets its own d_k columns
+    (d_k = the last size / h: (batch, n, h·d_k) -> (batch, h, n, d_k) for any d_k)."""
     b, n, d_model = x.shape
     return x.view(b, n, h, d_model // h).transpose(1, 2)
 
@@ -57,14 +61,21 @@ def additive_mask(causal=None, padding=None):
 
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with the parameter names of ``nn.MultiheadAttention``:
-    ``in_proj_weight`` stacks W_Q, W_K, W_V (3·d_model × d_model); ``out_proj`` is W_O."""
+    ``in_proj_weight`` stacks W_Q, W_K, W_V (3·d_model × d_model); ``out_proj`` is W_O.
 
-    def __init__(self, d_model, h):
+    With d_k or d_v given (default d_model / h each), W_Q and W_K have h·d_k rows, W_V h·d_v,
+    and W_O reads the h·d_v numbers of the concatenated heads.
+    """
+
+    def __init__(self, d_model, h, d_k=None, d_v=None):
         super().__init__()
         self.d_model, self.h = d_model, h
-        self.in_proj_weight = nn.Parameter(torch.empty(3 * d_model, d_model))
-        self.in_proj_bias = nn.Parameter(torch.zeros(3 * d_model))
-        self.out_proj = nn.Linear(d_model, d_model)
+        self.d_k = d_model // h if d_k is None else d_k
+        self.d_v = d_model // h if d_v is None else d_v
+        self.sizes = (h * self.d_k, h * self.d_k, h * self.d_v)     # rows of W_Q, W_K, W_V
+        self.in_proj_weight = nn.Parameter(torch.empty(sum(self.sizes), d_model))
+        self.in_proj_bias = nn.Parameter(torch.zeros(sum(self.sizes)))
+        self.out_proj = nn.Linear(h * self.d_v, d_model)
         nn.init.xavier_uniform_(self.in_proj_weight)
         nn.init.zeros_(self.out_proj.bias)
         self.keep_weights = False   # set True to keep the last attention weights in .weights
@@ -73,12 +84,12 @@ class MultiHeadAttention(nn.Module):
     def forward(self, x, memory=None, mask=None):
         """Self-attention on x, or cross-attention (queries from x, keys and values from
         memory). mask: additive, broadcastable to (batch, h, n_queries, n_keys)."""
-        d, w, b = self.d_model, self.in_proj_weight, self.in_proj_bias
+        w, b, q_rows = self.in_proj_weight, self.in_proj_bias, self.sizes[0]
         if memory is None:
-            q, k, v = F.linear(x, w, b).chunk(3, dim=-1)
+            q, k, v = F.linear(x, w, b).split(self.sizes, dim=-1)
         else:
-            q = F.linear(x, w[:d], b[:d])
-            k, v = F.linear(memory, w[d:], b[d:]).chunk(2, dim=-1)
+            q = F.linear(x, w[:q_rows], b[:q_rows])
+            k, v = F.linear(memory, w[q_rows:], b[q_rows:]).split(self.sizes[1:], dim=-1)
         q, k, v = (split_heads(t, self.h) for t in (q, k, v))
         if self.keep_weights:
             heads, self.weights = attention(q, k, v, mask)

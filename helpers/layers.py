@@ -3,7 +3,8 @@ each sublayer's output is LayerNorm(x + Dropout(Sublayer(x))).
 
 Parameter names match ``nn.TransformerEncoderLayer`` / ``nn.TransformerDecoderLayer``
 (``linear1``, ``linear2``, ``norm1``...), except that the decoder's cross-attention is
-called ``cross_attn`` where PyTorch says ``multihead_attn``.
+called ``cross_attn`` where PyTorch says ``multihead_attn``. ``d_k``, ``d_v``: the head sizes of
+every attention sublayer (default d_model / h, see helpers.attention).
 """
 
 import torch.nn.functional as F
@@ -15,9 +16,9 @@ from helpers.attention import MultiHeadAttention
 class EncoderLayer(nn.Module):
     """Self-attention, then the feed-forward layer, each wrapped in add & norm."""
 
-    def __init__(self, d_model, h, d_ff, p=0.1, norm_first=False, activation="relu"):
+    def __init__(self, d_model, h, d_ff, p=0.1, norm_first=False, activation="relu", d_k=None, d_v=None):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, h)
+        self.self_attn = MultiHeadAttention(d_model, h, d_k, d_v)
         self.linear1 = nn.Linear(d_model, d_ff)
         self.linear2 = nn.Linear(d_ff, d_model)
         self.norm1 = nn.LayerNorm(d_model)
@@ -41,10 +42,10 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention on the memory, feed-forward; each add & norm."""
 
-    def __init__(self, d_model, h, d_ff, p=0.1, norm_first=False, activation="relu"):
+    def __init__(self, d_model, h, d_ff, p=0.1, norm_first=False, activation="relu", d_k=None, d_v=None):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, h)
-        self.cross_attn = MultiHeadAttention(d_model, h)
+        self.self_attn = MultiHeadAttention(d_model, h, d_k, d_v)
+        self.cross_attn = MultiHeadAttention(d_model, h, d_k, d_v)
         self.linear1 = nn.Linear(d_model, d_ff)
         self.linear2 = nn.Linear(d_ff, d_model)
         self.norm1 = nn.LayerNorm(d_model)

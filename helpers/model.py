@@ -2,10 +2,13 @@
 post-norm layers, dropout, and an output layer tied to the embedding.
 
 Padding sits at the end of each sequence; token ``pad`` (0 by default) is padding.
+Two options of the paper's Table 3 (default: the base model): ``d_k``, ``d_v`` (head sizes,
+rows A and B) and ``positions="learned"`` (a learned position table instead of sinusoids, row E).
 """
 
 import math
 
+import torch
 from torch import nn
 
 from helpers.attention import MultiHeadAttention, additive_mask, causal_mask, padding_mask
@@ -21,21 +24,30 @@ class Transformer(nn.Module):
     The position table is computed once, as a buffer of ``max_len`` rows, so inputs are limited to
     ``max_len`` positions (256); a larger ``max_len`` lifts the limit with nothing to train (the
     buffer is not saved with the weights, which load unchanged).
+    ``positions``: "sinusoidal" (the paper's PE, a fixed buffer, not in the state dict) or
+    "learned" (PE is a (max_len, d) parameter, state dict key ``pe``, initialised like E and
+    trained with the rest).
     """
 
-    def __init__(self, vocab, d, h, d_ff, n_layers, p=0.1, pad=0, max_len=256, norm_first=False):
+    def __init__(self, vocab, d, h, d_ff, n_layers, p=0.1, pad=0, max_len=256, norm_first=False,
+                 d_k=None, d_v=None, positions="sinusoidal"):
         super().__init__()
         self.d, self.pad = d, pad
         self.embedding = nn.Embedding(vocab, d)            # E: one table for source, target, output
         nn.init.normal_(self.embedding.weight, std=d ** -0.5)
-        self.register_buffer("pe", sinusoidal_positions(max_len, d), persistent=False)
+        if positions == "sinusoidal":
+            self.register_buffer("pe", sinusoidal_positions(max_len, d), persistent=False)
+        elif positions == "learned":
+            self.pe = nn.Parameter(torch.randn(max_len, d) * d ** -0.5)   # like E
+        else:
+            raise ValueError(f'positions should be "sinusoidal" or "learned", got {positions!r}')
         self.encoder_layers = nn.ModuleList(
-            EncoderLayer(d, h, d_ff, p, norm_first) for _ in range(n_layers))
+            EncoderLayer(d, h, d_ff, p, norm_first, d_k=d_k, d_v=d_v) for _ in range(n_layers))
         self.decoder_layers = nn.ModuleList(
-            DecoderLayer(d, h, d_ff, p, norm_first) for _ in range(n_layers))
+            DecoderLayer(d, h, d_ff, p, norm_first, d_k=d_k, d_v=d_v) for _ in range(n_layers))
         self.dropout = nn.Dropout(p)
         for name, param in self.named_parameters():
-            if param.dim() > 1 and not name.startswith("embedding"):
+            if param.dim() > 1 and not name.startswith(("embedding", "pe")):
                 nn.init.xavier_uniform_(param)
 
     def embed(self, ids):
