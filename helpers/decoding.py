@@ -442,12 +442,14 @@ def exact_matches(outputs, tgt_out):
 
 # --- the shipped checkpoints: notebook 05's run ------------------------------------------------
 
-def load_tiny(path):
-    """A tiny Transformer (notebook 05's size) with the state dict saved at path, in eval mode."""
+def load_tiny(path, vocab=None):
+    """A tiny Transformer (notebook 05's size) with the state dict saved at path, in eval mode.
+
+    vocab: the vocabulary size (default: the reversal task's 13 tokens)."""
     from helpers.model import Transformer
     from helpers.reversal import VOCAB
 
-    model = Transformer(vocab=VOCAB, p=0.1, **TINY)
+    model = Transformer(vocab=vocab or VOCAB, p=0.1, **TINY)
     model.load_state_dict(torch.load(path, weights_only=True))
     return model.eval()
 

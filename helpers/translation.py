@@ -33,6 +33,7 @@ from typing import NamedTuple
 
 import torch
 
+from helpers.decoding import TINY, load_tiny
 from helpers.reversal import BOS, EOS, PAD
 
 DATA = pathlib.Path(__file__).resolve().parent / "data" / "numbers_en_fr.tsv"
@@ -278,7 +279,6 @@ def rule_of_mistake(number, right, wrong):
 
 # --- training (the notebook's training cell as a function) and the shipped second model -------
 
-TINY = {"d": 64, "h": 4, "d_ff": 256, "n_layers": 2, "p": 0.1}    # notebook 05's tiny sizes
 STEPS, BATCH, WARMUP = 1000, 64, 400
 CHECKPOINTS = pathlib.Path(__file__).resolve().parent / "checkpoints"
 BELOW_MODEL = "numbers_below_100000.pt"
@@ -296,7 +296,7 @@ def train_numbers(pairs, vocab, seed=0, steps=STEPS, weights=DIGIT_WEIGHTS, prog
     torch.set_num_threads(1)
     seed_all(seed)
     gen = torch.Generator().manual_seed(seed)
-    model = Transformer(vocab=len(vocab), **TINY)
+    model = Transformer(vocab=len(vocab), p=0.1, **TINY)
     opt, sched = adam_with_warmup(model, d_model=TINY["d"], warmup=WARMUP)
     history = train(model, opt, sched, smoothed_loss(PAD), steps=steps,
                     next_batch=training_batches(pairs, vocab, BATCH, gen, weights), every=100, keep=5,
@@ -320,11 +320,7 @@ def train_below_model(folder=CHECKPOINTS, seed=0, progress=True):
 
 def load_model(path, vocab):
     """A tiny Transformer for this vocabulary with the state dict saved at path, in eval mode."""
-    from helpers.model import Transformer
-
-    model = Transformer(vocab=len(vocab), **TINY)
-    model.load_state_dict(torch.load(path, weights_only=True))
-    return model.eval()
+    return load_tiny(path, len(vocab))
 
 
 def main(argv=None):
