@@ -10,10 +10,13 @@ whether it held in every run. Exit status 1 when a claim failed in some run.
     .venv/bin/python tests/seed_sweep.py                   # all training notebooks, seeds 0-5
     .venv/bin/python tests/seed_sweep.py 05 --seeds 1 2 3  # one notebook, three seeds
     .venv/bin/python tests/seed_sweep.py 07 --jobs 1 --json sweep07.json
+    .venv/bin/python tests/seed_sweep.py 09 --families default avx512
 
-A new seed moves a run at least as much as another CPU's rounding does, so a claim that
-holds over the seeds is expected to hold on a learner's machine too. Seed 0 is the notebook's
-own run. Runs go two at a time (--jobs): each training cell uses one thread.
+Every seed runs under two of PyTorch's CPU kernel families (``ATEN_CPU_CAPABILITY``; by
+default ``default`` and this CPU's own, see ``tests/kernels.py``): another family rounds as
+another CPU does, and training makes those differences grow. A claim must hold in every run,
+every seed under every family. Seed 0 under the CPU's own family is the notebook's stored run.
+Runs go two at a time (--jobs): each training cell uses one thread.
 """
 
 import argparse
@@ -40,12 +43,16 @@ def sweepable():
     return stems
 
 
-def run_one(stem, seed):
-    """Execute solutions/<stem>.ipynb with SEED = seed; return (claims, seconds, error)."""
+def run_one(stem, seed, family=None):
+    """Execute solutions/<stem>.ipynb with SEED = seed under a kernel family; (claims, seconds, error)."""
     import papermill
     with tempfile.TemporaryDirectory() as tmp:
         record = pathlib.Path(tmp) / "claims.jsonl"
         os.environ["COURSE_CLAIMS_FILE"] = str(record)
+        if family:  # the kernel papermill starts inherits it
+            os.environ["ATEN_CPU_CAPABILITY"] = family
+        else:
+            os.environ.pop("ATEN_CPU_CAPABILITY", None)
         start = time.perf_counter()
         error = None
         try:
@@ -61,7 +68,7 @@ def run_one(stem, seed):
 
 
 def table(stem, runs):
-    """Markdown table of one notebook's claims over its runs: {seed: (claims, seconds, error)}."""
+    """Markdown table of one notebook's claims over its runs: {(family, seed): (claims, seconds, error)}."""
     rows, order = {}, []
     for seed, (claims, _, _) in sorted(runs.items()):
         for c in claims:
@@ -70,7 +77,10 @@ def table(stem, runs):
                 order.append(c["what"])
             rows[c["what"]].append((seed, c))
     n = len(runs)
-    lines = [f"### {stem}: {n} runs (seeds {', '.join(str(s) for s in sorted(runs))})", "",
+    families = sorted({f for f, _ in runs})
+    seeds = sorted({s for _, s in runs})
+    lines = [f"### {stem}: {n} runs (seeds {', '.join(str(s) for s in seeds)}; "
+             f"kernel families {', '.join(families)})", "",
              "| claim | stated | measured | held |", "|---|---|---|---|"]
     failed = False
     for what in order:
@@ -86,10 +96,10 @@ def table(stem, runs):
         else:
             stated, measured = "true", f"true in {held}"
         lines.append(f"| {what} | {stated} | {measured} | {held}/{n} |")
-    for seed, (_, _seconds, error) in sorted(runs.items()):
+    for (family, seed), (_, _seconds, error) in sorted(runs.items()):
         if error:
             failed = True
-            lines.append(f"\nseed {seed}: the run failed ({error})")
+            lines.append(f"\nseed {seed}, {family}: the run failed ({error})")
     seconds = [s for _, s, _ in runs.values()]
     lines.append(f"\nseconds per run: {min(seconds):.0f} to {max(seconds):.0f}")
     return "\n".join(lines), failed
@@ -99,6 +109,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", help="two-digit numbers, e.g. 05 07 (default: all)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4, 5])
+    parser.add_argument("--families", nargs="+", default=None,
+                        help="ATEN_CPU_CAPABILITY values (default: 'default' and this CPU's own)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--json", help="also write every run's claims to this file")
     args = parser.parse_args(argv)
@@ -107,13 +119,17 @@ def main(argv=None):
         stems = [s for s in stems if s[:2] in args.notebooks]
     if not stems:
         parser.error("no notebook with a SEED parameter matches")
+    if args.families is None:
+        import kernels
+        args.families = sorted({"default", kernels.own()}, key=kernels.ORDER.index)
     results = {stem: {} for stem in stems}
     with concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
-        futures = {pool.submit(run_one, stem, seed): (stem, seed) for stem in stems for seed in args.seeds}
+        futures = {pool.submit(run_one, stem, seed, family): (stem, family, seed)
+                   for stem in stems for family in args.families for seed in args.seeds}
         for future in concurrent.futures.as_completed(futures):
-            stem, seed = futures[future]
-            results[stem][seed] = future.result()
-            print(f"  {stem} seed {seed}: {results[stem][seed][1]:.0f} s", file=sys.stderr)
+            stem, family, seed = futures[future]
+            results[stem][family, seed] = future.result()
+            print(f"  {stem} seed {seed} {family}: {results[stem][family, seed][1]:.0f} s", file=sys.stderr)
     failed = False
     for stem in stems:
         text, bad = table(stem, results[stem])
@@ -121,7 +137,8 @@ def main(argv=None):
         print(text + "\n")
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(
-            {stem: {str(s): r[0] for s, r in runs.items()} for stem, runs in results.items()}, indent=1))
+            {stem: {f"{f}/{s}": r[0] for (f, s), r in runs.items()} for stem, runs in results.items()},
+            indent=1))
     return 1 if failed else 0
 
 

@@ -37,11 +37,12 @@ def test_the_sweep_records_instead_of_raising(tmp_path, monkeypatch):
 def test_sweep_table_counts_runs_that_held():
     from tests.seed_sweep import table
     row = {"what": "em", "low": 0.5, "high": 1.0, "fmt": "{:.2f}"}
-    runs = {0: ([{**row, "value": 0.9, "held": True}], 10.0, None),
-            1: ([{**row, "value": 0.4, "held": False}], 12.0, None)}
+    runs = {("avx2", 0): ([{**row, "value": 0.9, "held": True}], 10.0, None),
+            ("default", 0): ([{**row, "value": 0.4, "held": False}], 12.0, None)}
     text, failed = table("05_x", runs)
     assert "| em | 0.50 to 1.00 | 0.40 to 0.90 | 1/2 |" in text and failed
-    text, failed = table("05_x", {0: runs[0]})
+    assert "kernel families avx2, default" in text
+    text, failed = table("05_x", {("avx2", 0): runs["avx2", 0]})
     assert "1/1" in text and not failed
 
 
