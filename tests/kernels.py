@@ -22,8 +22,9 @@ def _capability(env_value=None):
     env.pop("ATEN_CPU_CAPABILITY", None)
     if env_value:
         env["ATEN_CPU_CAPABILITY"] = env_value
-    out = subprocess.run([sys.executable, "-c", "import torch; print(torch.backends.cpu.get_cpu_capability())"],
-                         env=env, capture_output=True, text=True, check=True).stdout
+    code = "import torch; print(torch.backends.cpu.get_cpu_capability())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout
     return out.strip().lower()
 
 
