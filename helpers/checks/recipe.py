@@ -405,16 +405,22 @@ DECODE_INSTEAD = ("write the loop yourself: encode once, start every row from <s
                   "of the last position's logits, <pad> after a row's </s>.")
 
 
-def _decode(model, src, start=BOS, position=-1, stop="all", pad=True, max_cols=None):
+def _decode(model, src, start=BOS, position=-1, stop="all", pad=True, max_cols=None, over_positions=False):
     """Greedy decoding with a chosen mistake: the start token (an id or a column), the position
-    whose logits are read, when to stop ("all" rows done, "any" row done, "never"), and whether a finished row
-    gets <pad>. Returns None as soon as the output grows past max_cols columns (it cannot be the
-    learner's output then: this saves decoding up to the limit for nothing)."""
+    whose logits are read, when to stop ("all" rows done, "any" row done, "never"), whether a finished row
+    gets <pad>, and the argmax taken over the positions instead of the tokens. Returns None as soon as
+    the output grows past max_cols columns (it cannot be the learner's output then: this saves decoding
+    up to the limit for nothing), or when the mistake feeds the embedding an id it does not have."""
     with torch.no_grad():
-        return _decode_steps(model, src, start, position, stop, pad, max_cols)
+        try:
+            return _decode_steps(model, src, start, position, stop, pad, max_cols, over_positions)
+        except IndexError:
+            if over_positions:
+                return None
+            raise
 
 
-def _decode_steps(model, src, start, position, stop, pad, max_cols):
+def _decode_steps(model, src, start, position, stop, pad, max_cols, over_positions=False):
     memory_mask = model.memory_mask(src)
     memory = model.encode(src, memory_mask)
     ys = start if isinstance(start, torch.Tensor) else torch.full((src.shape[0], 1), start)
@@ -422,7 +428,8 @@ def _decode_steps(model, src, start, position, stop, pad, max_cols):
     for _ in range(src.shape[1] + EXTRA):
         if max_cols is not None and ys.shape[1] >= max_cols:
             return None
-        nxt = model.decode(ys, memory, memory_mask=memory_mask)[:, position].argmax(-1)
+        logits = model.decode(ys, memory, memory_mask=memory_mask)
+        nxt = logits.argmax(1)[:, -1] if over_positions else logits[:, position].argmax(-1)
         if pad:
             nxt = nxt.masked_fill(done, PAD)
         ys = torch.cat([ys, nxt[:, None]], dim=1)
@@ -520,6 +527,9 @@ def _eval_mistakes(model, src, right, cols):
         never = _decode(model, src, stop="never")
         yield (f"Right tokens, but {never.shape[1] - right.shape[1]} extra columns of <pad> at the "
                "end: stop the loop as soon as every row has written </s> (if done.all(): break).", never)
+    yield ("Your decoder takes the argmax over the positions: argmax(dim=1) of the (batch, steps, 13) logits "
+           "gives position numbers, not tokens. Take the last position, logits[:, -1], then the argmax over "
+           "the 13 tokens, dim=-1.", _decode(model, src, max_cols=cols, over_positions=True))
     position_0 = ("You read the logits of position 0 at every step: the next token is predicted at "
                   "the last position, logits[:, -1] (position 0 only ever reads <s>).")
     yield position_0, _decode(model, src, position=0, max_cols=cols)
