@@ -138,6 +138,7 @@ def test_learned_positions_are_what_embed_adds():
         assert torch.allclose(model.embed(ids)[0, 1], model.embedding(ids)[0, 1] * 8 + model.pe[1])
 
 
+@pytest.mark.cpu_sensitive
 def test_learned_positions_decode_alike_with_and_without_the_cache():
     torch.manual_seed(0)
     model = moved(Transformer(13, 64, 4, 256, 2, positions="learned")).eval()
@@ -222,6 +223,7 @@ def test_perplexity_by_hand():
     assert ablation.perplexity(Fixed(logits), one_two, one_two, first_only) == pytest.approx(3.0)
 
 
+@pytest.mark.cpu_sensitive
 def test_trained_model_measures_as_notebook_05_prints():
     from helpers.decoding import CHECKPOINTS, TRAINED, load_tiny
     from helpers.recipe import cross_entropy
@@ -273,6 +275,7 @@ def test_table_and_plot_show_every_row(results):
 RERUN = "B: d_k = 4"       # among the cheapest rows (about 20 s), and it runs the new d_k option
 
 
+@pytest.mark.cpu_sensitive
 def test_one_run_again_falls_in_the_stored_range(results):
     """Re-train one row for seed 0. On another CPU or torch build the run rounds differently and
     ends elsewhere, as another seed would: so the tolerance is the row's own spread over the seeds

@@ -100,6 +100,7 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.mark.cpu_sensitive
 def test_training_learns_a_toy_rule(one_thread):
     # team = 0 if token 3 comes before token 4, else 1: only order tells them apart
     torch.manual_seed(0)

@@ -44,6 +44,8 @@ from printed import printed
 
 from tests.fuzz import assert_survives, wrong_functions, wrong_tensors
 
+pytestmark = pytest.mark.cpu_sensitive   # runs models: re-run under another CPU kernel family
+
 @pytest.fixture(autouse=True, scope="module")
 def one_thread():
     """One thread, as the notebooks: the tiny model's many small operations gain nothing from two."""

@@ -1,11 +1,14 @@
 """The layers and the model in helpers/ equal PyTorch's modules with the same weights."""
 
+import pytest
 import torch
 from torch import nn
 
 from helpers.attention import MultiHeadAttention, additive_mask, causal_mask
 from helpers.layers import DecoderLayer, EncoderLayer
 from helpers.model import Transformer, keep_attention_weights, pytorch_state_dict
+
+pytestmark = pytest.mark.cpu_sensitive   # runs models: re-run under another CPU kernel family
 
 
 def moved(module):

@@ -78,6 +78,7 @@ def test_cross_entropy_ignores_padding_and_keeps_the_mode():
     assert model.training
 
 
+@pytest.mark.cpu_sensitive
 def test_training_lowers_the_loss_and_logs_a_history():
     torch.manual_seed(0)
     model = Transformer(VOCAB, 64, 4, 256, 2)

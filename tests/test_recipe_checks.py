@@ -30,6 +30,8 @@ from printed import printed
 from scripted import POSITION_TILT, ScriptedReverser
 from tests.fuzz import assert_survives, wrong_functions, wrong_tensors
 
+pytestmark = pytest.mark.cpu_sensitive   # runs models: re-run under another CPU kernel family
+
 
 # --- the schedule by hand (d_model 256, warmup 1000) ---------------------------------------------
 

@@ -428,6 +428,7 @@ def test_choice_questions(check, right, wrong, capsys):
 
 # --- the shipped second model ----------------------------------------------------------------------
 
+@pytest.mark.cpu_sensitive
 def test_the_shipped_model_loads_and_keeps_its_claims():
     from helpers.decoding import exact_matches, greedy_decode
     model = translation.load_model(translation.CHECKPOINTS / translation.BELOW_MODEL, VOCAB)
