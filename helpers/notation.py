@@ -160,7 +160,8 @@ TEXT_CLASHES = [
 # In code, h is the number of heads (hidden states are `hidden`): assigning h anything else.
 CODE_CLASHES = [
     ("n_{\\text{vocab}}", r"\(B,\s*k,\s*V\)", "V for the vocabulary size"),
-    ("h", r"""(?m)^[^#"'\n]*\bh\s*=\s*(?![\d\s])(?![\w.]*(?:num_heads|heads|\.h)\b)\S""", "h as hidden states"),
+    ("h", r"""(?m)^[^#"'\n]*\bh\s*=\s*(?![\d\s])(?![\w.]*(?:num_heads|heads|\.h)\b)\S""",
+     "h as hidden states"),
 ]
 
 
