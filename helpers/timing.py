@@ -101,6 +101,7 @@ def breakdown(nb):
     reading = parts["prose"] + parts["code"]
     rest = parts["running"] + parts["figures"] + parts["exercises"] + parts["questions"]
     low, high = (reading / speed + rest for speed in READING_SPEEDS)
+    parts["at the stated rates"] = reading + rest
     return counts, parts, (5 * math.floor(low / 5), 5 * math.ceil(high / 5))
 
 
@@ -143,8 +144,8 @@ def main():
     root = pathlib.Path(__file__).resolve().parent.parent
     ranges, notebooks = [], []
     print("| # | training cells | words | code lines | code cells | figures | exercises | questions | "
-          "prose | code | running | figures | exercises | questions | minutes |")
-    print("|---|" + "---|" * 14)
+          "prose | code | running | figures | exercises | questions | at the rates | range |")
+    print("|---|" + "---|" * 15)
     for path in sorted((root / "solutions").glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         counts, parts, span = breakdown(nb)
