@@ -76,7 +76,8 @@ ALL = [
     Symbol(r"d_{ff}", "width of the feed-forward layer's hidden layer", 2048, 256,
            "03_encoder_layer", "What you already know", ("d_{ff}",)),
     Symbol(r"w", "the width of a convolution's kernel (the positions one filter reads)", None, None,
-           "03_encoder_layer", "Why self-attention", ("w",), ("03:Why self-attention",)),
+           "03_encoder_layer", "Why self-attention", ("w",),
+           ("03:Why self-attention", "03:The feed-forward layer", "03:Check your understanding")),
     Symbol(r"r", "the neighbourhood of restricted self-attention: the positions each one reads (the "
            "paper's Table 1)", None, None, "03_encoder_layer", "Why self-attention", ("r",),
            ("03:Why self-attention",)),
@@ -139,7 +140,8 @@ ALL = [
 # Symbols written with a second meaning on purpose, and where (rendered on the notation page).
 REUSES = [
     Reuse("k", "a key vector beside a query vector q (the paper's q · k, §3.2.1), or the key token of an "
-          "attention table", ("03:Multi-head attention", "03:Your turn 2", "03:Recap", "06:What changed",
+          "attention table", ("03:Multi-head attention", "03:Your turn 2", "03:Recap",
+                              "03:Dot products or additive attention", "06:What changed",
                               "06:Check your understanding", "08:The KV cache", "08:Your turn 3")),
     Reuse("\\epsilon", "Adam's constant, in the paper's own words (05 §1 quotes them, then writes "
           "ε_Adam)", ("05:Adam",)),
@@ -159,7 +161,7 @@ TEXT_CLASHES = [
 # In code, h is the number of heads (hidden states are `hidden`): assigning h anything else.
 CODE_CLASHES = [
     ("n_{\\text{vocab}}", r"\(B,\s*k,\s*V\)", "V for the vocabulary size"),
-    ("h", r"""(?m)^[^#"'\n]*\bh\s*=\s*(?![\d\s])(?![\w.]*(?:num_heads|heads|\.h)\b)\S""",
+    ("h", r"""(?m)^[^#"'\n]*\bh\s*=(?!=)\s*(?![\d\s])(?![\w.]*(?:num_heads|heads|\.h)\b)\S""",
      "h as hidden states"),
 ]
 
@@ -267,10 +269,15 @@ def in_place(chunk, place):
                                              or chunk.subsection.startswith(title))
 
 
+# Another text's notation, quoted: "Table 1 of the paper (which writes $k$ for the width)".
+QUOTED = re.compile(r"\b(?:writes|wrote|calls it|named) \$[^$]+\$")
+
+
 def writes(chunk, form):
-    """True when the chunk's formulas (or its prose's Greek letters) write form."""
+    """True when the chunk's formulas (or its prose's Greek letters) write form; a symbol quoted
+    from another text ("the paper writes $k$ for the width") is not the course writing it."""
     found = pattern(form)
-    return any(found.search(f) for f in written(chunk.text))
+    return any(found.search(f) for f in written(QUOTED.sub(" ", chunk.text)))
 
 
 def first_written(symbol, text=None):

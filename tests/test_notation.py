@@ -110,6 +110,7 @@ def test_a_form_is_found_alone_not_inside_another_symbol():
     assert notation.pattern("V").search(notation.normalise(r"k \times V"))
     assert not notation.pattern("W").search(notation.normalise(r"W^Q"))
     assert notation.written("μ is the mean and σ² the variance") == [r"\mu", r"\sigma^2"]
+    assert not notation.writes(chunk("Table 1 (which writes $k$ for the width; we write $w$)"), "k")
 
 
 def test_a_symbol_outside_its_places_is_a_clash():
@@ -119,7 +120,7 @@ def test_a_symbol_outside_its_places_is_a_clash():
     assert len(notation.clashes(temperature, [outside], [])) == 1
     assert len(notation.clashes(ROWS[r"\pi"], [chunk(r"$\pi$ a permutation of the positions")], [])) == 1
     assert notation.clashes(ROWS["h"], [], [("07_x", 3, "h = block(h, mask)")])
-    assert not notation.clashes(ROWS["h"], [], [("03_x", 3, "d, h = 64, 4\nh = A.num_heads")])
+    assert not notation.clashes(ROWS["h"], [], [("03_x", 3, "d, h = 64, 4\nh = A.num_heads\nif h == 4:")])
 
 
 def test_written_before_its_section_is_caught():
