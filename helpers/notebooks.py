@@ -7,8 +7,11 @@ The solution notebook in ``solutions/`` is the one source. In it:
 - a code cell tagged ``solution`` holds the answer; its ``metadata["exercise"]``
   holds the text the exercise copy shows instead (a placeholder such as ``x = None``);
 - a cell tagged ``solution-only`` is left out of the exercise copy;
-- the first cell's "**Time:** about N min" is the estimate of ``helpers.timing``,
-  written here (as is each notebook's time in the README table).
+- the first cell's "**Time:** about N–M min" is the estimate of ``helpers.timing``,
+  written here (as are each notebook's time in the README table and the README's counts
+  line, between ``<!-- counts:start -->`` and ``<!-- counts:end -->``);
+- ``--execute`` records in each code cell that ran for ``helpers.timing.RECORDED_FROM``
+  seconds or more its run time, ``metadata.run_seconds``, which the estimate uses.
 
 Exercise copies keep no outputs. Each records a fingerprint of what was generated,
 so that a copy a learner edited (or ran and saved) is never overwritten silently.
@@ -75,16 +78,16 @@ def tags(cell):
     return cell.get("metadata", {}).get("tags", [])
 
 
-TIME = re.compile(r"\*\*Time:\*\* about \d+ min")
+TIME = re.compile(r"\*\*Time:\*\* about \d+(?:–\d+)? min")
 
 
 def with_bootstrap(nb):
     """A copy of nb whose bootstrap cell holds the current bootstrap text, and whose first
-    cell states the time estimate of helpers.timing ("**Time:** about N min")."""
+    cell states the time estimate of helpers.timing ("**Time:** about N–M min")."""
     nb = copy.deepcopy(nb)
     if not TIME.search(nb.cells[0].source):
-        raise ValueError("the first cell needs a time estimate written '**Time:** about N min'")
-    nb.cells[0].source = TIME.sub(f"**Time:** about {timing.minutes(nb)} min", nb.cells[0].source)
+        raise ValueError("the first cell needs a time estimate written '**Time:** about N–M min'")
+    nb.cells[0].source = TIME.sub(f"**Time:** about {timing.stated(nb)}", nb.cells[0].source)
     cells = [c for c in nb.cells if "bootstrap" in tags(c)]
     if len(cells) != 1:
         raise ValueError("a notebook needs exactly one code cell tagged 'bootstrap'")
@@ -149,24 +152,39 @@ def readme_table():
     for stem, title, line, *_ in course.NOTEBOOKS:
         minutes = timing.minutes(nbformat.read(SOLUTIONS / f"{stem}.ipynb", as_version=4))
         times.append(minutes)
+        low, high = minutes
         links = []
         for folder in ("notebooks", "solutions"):
             links.append(f"[![Open in Colab]({colab})]({course.colab_url(folder, stem)}) "
                          f"[![Open in Kaggle]({kaggle})]({course.kaggle_url(folder, stem)})")
         number = stem[:2]
-        rows.append(f"| {number} | [{title}](notebooks/{stem}.ipynb) | {line} | {minutes} min "
+        rows.append(f"| {number} | [{title}](notebooks/{stem}.ipynb) | {line} | {low}–{high} min "
                     f"| {links[0]} | {links[1]} [read](solutions/{stem}.ipynb) |")
-    rows.append(f"| | **The whole course** | | **{timing.total(times)}** | | |")
+    rows.append(f"| | **The whole course** | | **{timing.course_range(times)}** | | |")
     return "\n".join(rows)
 
 
 START, END = "<!-- notebooks:start -->", "<!-- notebooks:end -->"
+COUNTS_START, COUNTS_END = "<!-- counts:start -->", "<!-- counts:end -->"
+
+
+def readme_counts():
+    """The README's sentence of words, exercises, questions and hours (helpers.timing)."""
+    return timing.counts_line([nbformat.read(SOLUTIONS / f"{stem}.ipynb", as_version=4)
+                               for stem, *_ in course.NOTEBOOKS])
+
+
+def between(text, start, end, new):
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n{new}\n{end}{tail}"
 
 
 def readme_with_table(text):
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{START}\n{readme_table()}\n{END}{tail}"
+    text = between(text, START, END, readme_table())
+    if COUNTS_START in text:
+        text = between(text, COUNTS_START, COUNTS_END, readme_counts())
+    return text
 
 
 def execute(path):
@@ -174,13 +192,28 @@ def execute(path):
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=1200, kernel_name="python3", record_timing=False,
+    NotebookClient(nb, timeout=1200, kernel_name="python3", record_timing=True,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     for cell in nb.cells:
-        cell.metadata.pop("execution", None)
+        seconds = run_seconds(cell.metadata.pop("execution", {}))
+        cell.metadata.pop("run_seconds", None)
+        if cell.cell_type == "code" and seconds is not None and seconds >= timing.RECORDED_FROM:
+            cell.metadata["run_seconds"] = round(seconds)
         if cell.cell_type == "code":
             cell.outputs = merged_streams(cell.outputs)
     nbformat.write(nb, path)
+
+
+def run_seconds(execution):
+    """Seconds between a cell's start and its end, from nbclient's timestamps (or None)."""
+    import datetime
+
+    try:
+        start, end = (datetime.datetime.fromisoformat(execution[k].replace("Z", "+00:00"))
+                      for k in ("iopub.execute_input", "shell.execute_reply"))
+    except (KeyError, ValueError):
+        return None
+    return (end - start).total_seconds()
 
 
 def merged_streams(outputs):

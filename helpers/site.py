@@ -154,6 +154,9 @@ def notation_page(solutions):
             where += f", [{name}]({s.notebook}.ipynb#{myst_anchor(heading)})"
         meaning = s.meaning.replace("|", "\\|")
         rows.append(f"| ${s.tex}$ | {meaning} | {value(s.base)} | {value(s.tiny)} | {where} |")
+    rows += ["", "## Symbols written with a second meaning", "",
+             "A few symbols are used, on purpose, with a second meaning beside the table's:", ""]
+    rows += [f"- ${r.form}$: {r.meaning}." for r in notation.REUSES]
     return "\n".join(rows) + "\n"
 
 

@@ -4,17 +4,27 @@ A learner reads the text, reads and runs the code, looks at each figure, does ea
 exercise and answers each question. The estimate adds those up, from what the exercise
 copy shows (cells left out of it, the worked answers, are not counted):
 
-- prose: the words of the text cells, at WORDS_PER_MINUTE (technical text with formulas);
-- code: the lines of the code cells (the setup cell aside), at LINES_PER_MINUTE;
-- running: MINUTES_PER_CELL per code cell (run it, read its output), plus the cell's own
-  run time where it trains (RUN_MINUTES, a cell whose stored output is a progress bar);
+- reading: the words of the text cells at WORDS_PER_MINUTE (technical text with formulas),
+  and the lines of the code cells (the setup cell aside) at LINES_PER_MINUTE;
+- running: MINUTES_PER_CELL per code cell (run it, read its output), plus the cell's own run
+  time where it was measured: ``python -m helpers.notebooks --execute NN`` records, in each
+  code cell that ran for RECORDED_FROM seconds or more, ``metadata.run_seconds`` (on the
+  course's 2-core CPU). A training cell (its stored output is a progress bar) with no record
+  counts RUN_MINUTES;
 - figures: MINUTES_PER_FIGURE each;
-- exercises ("Your turn"): MINUTES_PER_EXERCISE each; questions ("Check your
-  understanding"): MINUTES_PER_QUESTION each;
+- exercises and questions: each one's own ``metadata.minutes`` (an estimate of what it asks,
+  set in its ``solution`` cell), or MINUTES_PER_EXERCISE / MINUTES_PER_QUESTION without one.
+  A question is a ``solution`` cell under a "Check your understanding" heading, or one whose
+  metadata says ``"question": true`` (a question asked inside a section); every other
+  ``solution`` cell is a "Your turn" exercise.
 
-rounded up to 5 minutes. ``python -m helpers.timing`` prints the breakdown of every notebook.
-The generator writes the result into each notebook's first cell ("**Time:** about N min")
-and into the README's table.
+The result is a range, for a faster and a slower reader of the stated audience: the low end
+reads READING_SPEEDS[0] times as fast as the rates above (25 % faster), the high end
+READING_SPEEDS[1] times (25 % slower); running, figures, exercises and questions count the same
+for both (each exercise's own estimate is already one for the stated audience). The low end is
+rounded down, the high end up, to 5 minutes. ``python -m helpers.timing`` prints the
+breakdown of every notebook. The generator writes the range into each notebook's first cell
+("**Time:** about 140–170 min"), the README's table and the README's counts line.
 """
 
 import math
@@ -27,9 +37,11 @@ WORDS_PER_MINUTE = 110
 LINES_PER_MINUTE = 20
 MINUTES_PER_CELL = 0.25
 RUN_MINUTES = 1.0
+RECORDED_FROM = 2
 MINUTES_PER_FIGURE = 1.0
-MINUTES_PER_EXERCISE = 8.0
-MINUTES_PER_QUESTION = 2.0
+MINUTES_PER_EXERCISE = 8
+MINUTES_PER_QUESTION = 2
+READING_SPEEDS = (1.25, 0.75)
 
 QUESTIONS_HEADING = "check your understanding"
 
@@ -43,45 +55,65 @@ def _trains(cell):
                and re.search(r"\d+/\d+ \[", o.get("text", "")) for o in cell.get("outputs", []))
 
 
+def tasks(nb):
+    """The notebook's exercises and questions: two lists of (cell, minutes)."""
+    exercises, questions = [], []
+    in_questions = False
+    for cell in nb.cells:
+        if "solution-only" in _tags(cell):
+            continue
+        if cell.cell_type == "markdown":
+            for line in cell.source.lower().splitlines():
+                if line.startswith("#") and QUESTIONS_HEADING in line:
+                    in_questions = True
+                elif line.startswith("## "):
+                    in_questions = False
+        elif "solution" in _tags(cell):
+            question = in_questions or cell.metadata.get("question") is True
+            default = MINUTES_PER_QUESTION if question else MINUTES_PER_EXERCISE
+            minutes = cell.metadata.get("minutes", default)
+            (questions if question else exercises).append((cell, minutes))
+    return exercises, questions
+
+
 def breakdown(nb):
-    """The parts of the estimate for a solution notebook, and its minutes."""
+    """The parts of the estimate for a solution notebook, and its range (low, high) in minutes."""
     seen = [c for c in nb.cells if "solution-only" not in _tags(c)]
     words = sum(len(c.source.split()) for c in seen if c.cell_type == "markdown")
     code = [c for c in seen if c.cell_type == "code" and "bootstrap" not in _tags(c)]
     lines = sum(len((c.metadata.get("exercise", c.source) if "solution" in _tags(c) else c.source)
                     .splitlines()) for c in code)
     figures = sum(1 for c in code for o in c.get("outputs", []) if "image/png" in o.get("data", {}))
-    training = sum(1 for c in code if _trains(c))
-    exercises = questions = 0
-    in_questions = False
-    for cell in seen:
-        if cell.cell_type == "markdown":
-            for line in cell.source.lower().splitlines():
-                if line.startswith("#") and QUESTIONS_HEADING in line:
-                    in_questions = True
-                elif line.startswith("## ") and ("recap" in line or "limits" in line):
-                    in_questions = False
-        elif "solution" in _tags(cell):
-            if in_questions:
-                questions += 1
-            else:
-                exercises += 1
+    recorded = sum(c.metadata.get("run_seconds", 0) for c in code) / 60
+    unrecorded = sum(1 for c in code if _trains(c) and "run_seconds" not in c.metadata)
+    exercises, questions = tasks(nb)
     parts = {
         "prose": words / WORDS_PER_MINUTE,
         "code": lines / LINES_PER_MINUTE,
-        "running": len(code) * MINUTES_PER_CELL + training * RUN_MINUTES,
+        "running": len(code) * MINUTES_PER_CELL + recorded + unrecorded * RUN_MINUTES,
         "figures": figures * MINUTES_PER_FIGURE,
-        "exercises": exercises * MINUTES_PER_EXERCISE,
-        "questions": questions * MINUTES_PER_QUESTION,
+        "exercises": sum(m for _, m in exercises),
+        "questions": sum(m for _, m in questions),
     }
-    counts = {"training cells": training, "words": words, "code lines": lines, "code cells": len(code),
-              "figures": figures, "exercises": exercises, "questions": questions}
-    return counts, parts, 5 * math.ceil(sum(parts.values()) / 5)
+    counts = {"training cells": sum(1 for c in code if _trains(c)), "words": words, "code lines": lines,
+              "code cells": len(code), "figures": figures, "exercises": len(exercises),
+              "questions": len(questions)}
+    reading = parts["prose"] + parts["code"]
+    rest = parts["running"] + parts["figures"] + parts["exercises"] + parts["questions"]
+    low, high = (reading / speed + rest for speed in READING_SPEEDS)
+    parts["at the stated rates"] = reading + rest
+    return counts, parts, (5 * math.floor(low / 5), 5 * math.ceil(high / 5))
 
 
 def minutes(nb):
-    """The estimate for a solution notebook, in minutes (a multiple of 5)."""
+    """The estimate for a solution notebook: (low, high) minutes, multiples of 5."""
     return breakdown(nb)[2]
+
+
+def stated(nb):
+    """'140–170 min', as the first cell and the README's table say it."""
+    low, high = minutes(nb)
+    return f"{low}–{high} min"
 
 
 def total(minutes_list):
@@ -90,18 +122,38 @@ def total(minutes_list):
     return f"{m // 60} h {m % 60:02d} min" if m >= 60 else f"{m} min"
 
 
+def course_range(ranges):
+    """'19 h 40 min to 24 h 05 min' for a list of (low, high)."""
+    return f"{total([lo for lo, _ in ranges])} to {total([hi for _, hi in ranges])}"
+
+
+def counts_line(notebooks):
+    """The README's sentence of counts for a list of solution notebooks, from the same code."""
+    words = exercises = questions = 0
+    ranges = []
+    for nb in notebooks:
+        counts, _, span = breakdown(nb)
+        words, exercises, questions = (words + counts["words"], exercises + counts["exercises"],
+                                       questions + counts["questions"])
+        ranges.append(span)
+    return (f"The course holds about {round(words, -3):,} words of text, {exercises} \"Your turn\" "
+            f"exercises and {questions} questions: {course_range(ranges)} in all.")
+
+
 def main():
     root = pathlib.Path(__file__).resolve().parent.parent
-    rows = []
+    ranges, notebooks = [], []
     print("| # | training cells | words | code lines | code cells | figures | exercises | questions | "
-          "prose | code | running | figures | exercises | questions | minutes |")
-    print("|---|" + "---|" * 14)
+          "prose | code | running | figures | exercises | questions | at the rates | range |")
+    print("|---|" + "---|" * 15)
     for path in sorted((root / "solutions").glob("*.ipynb")):
-        counts, parts, m = breakdown(nbformat.read(path, as_version=4))
-        rows.append(m)
+        nb = nbformat.read(path, as_version=4)
+        counts, parts, span = breakdown(nb)
+        ranges.append(span)
+        notebooks.append(nb)
         print(f"| {path.stem[:2]} | " + " | ".join(str(v) for v in counts.values()) + " | "
-              + " | ".join(f"{v:.0f}" for v in parts.values()) + f" | {m} |")
-    print(f"\ntotal: {total(rows)}")
+              + " | ".join(f"{v:.0f}" for v in parts.values()) + f" | {span[0]}–{span[1]} |")
+    print(f"\n{counts_line(notebooks)}")
 
 
 if __name__ == "__main__":

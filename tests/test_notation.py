@@ -1,15 +1,20 @@
-"""helpers.notation: every value the table gives is the one the code uses; every section exists."""
+"""helpers.notation: every value the table gives is the one the code uses; every symbol is written
+first in the section that introduces it, and nowhere with another meaning (outside its stated
+reuses). ``python -m helpers.notation`` prints every problem at once."""
 
 import inspect
+import pathlib
 
-import nbformat
 import pytest
 import torch
 
 from helpers import counting, decoding, notation, recipe, reversal
 from helpers.model import Transformer
 
+ROOT = pathlib.Path(notation.__file__).resolve().parent.parent
 ROWS = {s.tex: s for s in notation.SYMBOLS}
+TEXT = notation.course_chunks()
+CODE = notation.course_code()
 
 
 def default(fn, *names):
@@ -24,13 +29,12 @@ def adam_settings():
 
 
 def tiny_warmup():
-    source = (notation_root() / "solutions" / "05_training_recipe.ipynb").read_text()
+    source = (ROOT / "solutions" / "05_training_recipe.ipynb").read_text()
     return 400 if "adam_with_warmup(model, d_model=64, warmup=400)" in source else None
 
 
-def notation_root():
-    import pathlib
-    return pathlib.Path(notation.__file__).resolve().parent.parent
+def head_width():
+    return (counting.BASE["d_model"] // counting.BASE["h"], counting.TINY["d_model"] // counting.TINY["h"])
 
 
 # what the code says for each (base, tiny) value of the table
@@ -38,18 +42,18 @@ FROM_CODE = {
     r"d_{\text{model}}": lambda: (counting.BASE["d_model"], counting.TINY["d_model"]),
     r"n_{\text{vocab}}": lambda: (counting.BASE["vocab"], reversal.VOCAB),
     r"h": lambda: (counting.BASE["h"], counting.TINY["h"]),
-    r"d_k,\ d_v": lambda: (counting.BASE["d_model"] // counting.BASE["h"],
-                           counting.TINY["d_model"] // counting.TINY["h"]),
+    r"d_k": head_width,
+    r"d_v": head_width,
     r"d_{ff}": lambda: (counting.BASE["d_ff"], counting.TINY["d_ff"]),
     r"N": lambda: (counting.BASE["N"], counting.TINY["N"]),
     r"P_{drop}": lambda: (0.1, default(Transformer, "p", "p_drop", "dropout")),
-    r"\epsilon_{\text{LN}}": lambda: (torch.nn.LayerNorm(4).eps, torch.nn.LayerNorm(4).eps),
+    r"\epsilon": lambda: (torch.nn.LayerNorm(4).eps, torch.nn.LayerNorm(4).eps),
     r"\beta_1,\ \beta_2": lambda: (adam_settings()[0],) * 2,
     r"\epsilon_{\text{Adam}}": lambda: (adam_settings()[1],) * 2,
     r"warmup\_steps": lambda: (default(recipe.lrate, "warmup"), tiny_warmup()),
     r"\epsilon_{ls}": lambda: (0.1, default(recipe.smoothed_loss, "eps_ls", "eps")),
-    r"k": lambda: (4, default(decoding.beam_search, "k")),
-    r"lp(Y),\ \alpha": lambda: (0.6, default(decoding.beam_search, "alpha")),
+    r"n_{\text{beam}}": lambda: (4, default(decoding.beam_search, "k", "n_beam")),
+    r"lp(\hat{y}),\ \alpha": lambda: (0.6, default(decoding.beam_search, "alpha")),
 }
 
 
@@ -72,9 +76,67 @@ def test_values_are_the_codes(tex):
 @pytest.mark.parametrize("tex", sorted(ROWS))
 def test_the_introducing_section_exists(tex):
     row = ROWS[tex]
-    path = notation_root() / "solutions" / f"{row.notebook}.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    headings = [line.lstrip("#").strip() for c in nb.cells if c.cell_type == "markdown"
-                for line in c.source.splitlines() if line.startswith("#")]
     if row.section is not None:
-        assert any(row.section in h for h in headings), f"{row.notebook} has no section {row.section!r}"
+        assert any(notation.in_section(c, row.notebook, row.section) for c in TEXT), \
+            f"{row.notebook} has no section {row.section!r}"
+
+
+@pytest.mark.parametrize("tex", sorted(ROWS))
+def test_written_first_in_the_section_that_introduces_it(tex):
+    row = ROWS[tex]
+    first = notation.first_written(row, TEXT)
+    assert first is not None, f"${tex}$ is written nowhere (forms {row.forms})"
+    assert notation.introduces(row, first), \
+        f"${tex}$ is first written in {notation.where(first)}, not in {row.notebook[:2]} {row.section}"
+
+
+@pytest.mark.parametrize("tex", sorted(ROWS))
+def test_no_other_meaning(tex):
+    found = notation.clashes(ROWS[tex], TEXT, CODE)
+    assert not found, f"${tex}$ ({ROWS[tex].meaning}) means something else in:\n" + "\n".join(found)
+
+
+# The machinery, on small texts: each rule fails where it should.
+def chunk(text, notebook="08_decoding", section="Sampling: temperature and top-k", cell=5):
+    return notation.Chunk(notebook, cell, section, "", text)
+
+
+def test_a_form_is_found_alone_not_inside_another_symbol():
+    k = notation.pattern("k")
+    for formula in (r"PE(\text{pos}+k)", r"\omega_i k", r"k = 3"):
+        assert k.search(notation.normalise(formula)), formula
+    for formula in (r"d_k", r"k_{\text{top}}", r"\text{token}", r"\sqrt{d_{k}}"):
+        assert not k.search(notation.normalise(formula)), formula
+    assert notation.pattern("V").search(notation.normalise(r"k \times V"))
+    assert not notation.pattern("W").search(notation.normalise(r"W^Q"))
+    assert notation.written("μ is the mean and σ² the variance") == [r"\mu", r"\sigma^2"]
+    assert not notation.writes(chunk("Table 1 (which writes $k$ for the width; we write $w$)"), "k")
+
+
+def test_a_symbol_outside_its_places_is_a_clash():
+    temperature = ROWS["T"]
+    assert not notation.clashes(temperature, [chunk("The temperature $T = 2$ flattens it.")], [])
+    outside = chunk("there are $T$ of them", "05_training_recipe", "What each design choice is worth")
+    assert len(notation.clashes(temperature, [outside], [])) == 1
+    assert len(notation.clashes(ROWS[r"\pi"], [chunk(r"$\pi$ a permutation of the positions")], [])) == 1
+    assert notation.clashes(ROWS["h"], [], [("07_x", 3, "h = block(h, mask)")])
+    assert not notation.clashes(ROWS["h"], [], [("03_x", 3, "d, h = 64, 4\nh = A.num_heads\nif h == 4:")])
+
+
+def test_written_before_its_section_is_caught():
+    row = ROWS[r"k_{\text{top}}"]
+    early = chunk(r"keep the $k_{\text{top}}$ best", section="One step of beam search, for a batch", cell=3)
+    first = notation.first_written(row, [early, chunk(r"$k_{\text{top}}$")])
+    assert first is early and not notation.introduces(row, first)
+
+
+def test_the_notation_page_states_the_reuses():
+    import nbformat
+
+    from helpers import course, site
+
+    solutions = {stem: nbformat.read(ROOT / "solutions" / f"{stem}.ipynb", as_version=4)
+                 for stem, *_ in course.NOTEBOOKS}
+    page = site.notation_page(solutions)
+    for reuse in notation.REUSES:
+        assert reuse.meaning in page
