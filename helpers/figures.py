@@ -231,7 +231,7 @@ def draw_attention(d_model, heads, n, batch=1, title=None):
             color="#1f4e9c", family="monospace")
     steps = [("MatMul\nq @ k.transpose(-2, -1)", COLOURS["linear"], 0.9, "q @ k.T"),
              (f"Scale\n/ math.sqrt(d_k) = / {d_k ** 0.5:g}", COLOURS["norm"], 0.9, "scaled"),
-             ("Mask (opt.)\n+ mask (0 or -inf; notebook 04)", COLOURS["stack"], 0.9, "masked"),
+             ("Mask (opt.)\n+ mask (notebook 04)", COLOURS["stack"], 0.9, "masked"),
              ("SoftMax\ntorch.softmax(scores, dim=-1)", COLOURS["softmax"], 0.9, "weights")]
     y = 0.8
     for text, colour, h, key in steps:
