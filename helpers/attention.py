@@ -4,6 +4,7 @@
 rows A and B); by default d_k = d_v = d_model / h.
 
 Masks follow PyTorch's convention: a boolean mask is True where a position is *hidden*.
+``additive_scores`` is the other attention function of §3.2.1, which the paper did not choose.
 """
 
 import math
@@ -33,6 +34,14 @@ def attention(q, k, v, mask=None):
         scores = scores + mask
     weights = torch.softmax(scores, dim=-1)
     return weights @ v, weights
+
+
+def additive_scores(q, k, W_q, W_k, v_a):
+    """Additive attention's scores v_aᵀ tanh(W_q q + W_k k) for every query and key, in rows:
+    q (..., n_q, d_k) and k (..., n_k, d_k), W_q and W_k (d_k, d_a), v_a (d_a,) -> (..., n_q, n_k).
+    It builds the (..., n_q, n_k, d_a) tensor tanh(q W_q + k W_k) on the way."""
+    hidden = torch.tanh((q @ W_q).unsqueeze(-2) + (k @ W_k).unsqueeze(-3))
+    return hidden @ v_a
 
 
 def causal_mask(n):

@@ -3,6 +3,8 @@
 ``draw_transformer`` draws the paper's Figure 1 (the encoder–decoder) for a given size, with the
 tensor shape written on every arrow. The shapes are computed from the configuration and the
 example's sizes by ``transformer_shapes``, so a notebook can check them against a real run.
+``draw_attention`` draws the paper's Figure 2 (scaled dot-product attention, multi-head
+attention) the same way, its shapes from ``attention_shapes``.
 """
 
 import matplotlib.pyplot as plt
@@ -187,4 +189,88 @@ def draw_transformer(vocab, d_model, heads, d_ff, n_layers, n_src, n_tgt, batch=
             ha="left", va="top", fontsize=9)
     ax.set_title(title or "The Transformer (the paper's Figure 1) with the shape on every arrow",
                  fontsize=12)
+    return fig, s
+
+
+def attention_shapes(d_model, heads, n, batch=1):
+    """The shape of every tensor Figure 2 names, for self-attention on (batch, n, d_model)."""
+    d_k = d_model // heads
+    per_head, table = (batch, heads, n, d_k), (batch, heads, n, n)
+    return {"x": (batch, n, d_model), "q, k, v": per_head, "q @ k.T": table, "scaled": table,
+            "masked": table, "weights": table, "heads": per_head, "concat": (batch, n, d_model),
+            "output": (batch, n, d_model)}
+
+
+def _stacked_box(ax, x, y, w, h, text, colour, copies, size=9):
+    """A box with `copies - 1` shadows behind it (the paper's h parallel layers)."""
+    for i in range(copies - 1, 0, -1):
+        ax.add_patch(FancyBboxPatch((x - w / 2 + 0.12 * i, y + 0.12 * i), w, h,
+                                    boxstyle="round,pad=0.02,rounding_size=0.1", facecolor=colour,
+                                    edgecolor="grey", linewidth=0.8))
+    return _box(ax, x, y, w, h, text, colour, size)
+
+
+def draw_attention(d_model, heads, n, batch=1, title=None):
+    """The paper's Figure 2 for self-attention with these sizes, each box named as the course's code
+    names it and the shape on every arrow. Returns (figure, the dictionary of attention_shapes)."""
+    s = attention_shapes(d_model, heads, n, batch)
+    d_k = d_model // heads
+    fig, ax = plt.subplots(figsize=(13, 8.2))
+    ax.set_xlim(0, 20)
+    ax.set_ylim(-0.6, 11.2)
+    ax.axis("off")
+
+    # --- left: scaled dot-product attention (every head at once: the head axis is the 2nd) -----
+    x, w, gap = 4.3, 4.0, 0.75
+    ax.text(x, 10.7, "Scaled Dot-Product Attention\nhelpers.attention.attention(q, k, v, mask)",
+            ha="center", va="center", fontsize=11, weight="bold")
+    for name, x_in in (("Q", x - 1.2), ("K", x + 0.2)):
+        ax.text(x_in, -0.35, name, ha="center", va="center", fontsize=11)
+        _arrow(ax, x_in, -0.1, x_in, 0.8)
+    ax.text(x - 1.35, 0.35, _fmt(s["q, k, v"]), ha="right", va="center", fontsize=8.5,
+            color="#1f4e9c", family="monospace")
+    steps = [("MatMul\nq @ k.transpose(-2, -1)", COLOURS["linear"], 0.9, "q @ k.T"),
+             (f"Scale\n/ math.sqrt(d_k) = / {d_k ** 0.5:g}", COLOURS["norm"], 0.9, "scaled"),
+             ("Mask (opt.)\n+ mask (notebook 04)", COLOURS["stack"], 0.9, "masked"),
+             ("SoftMax\ntorch.softmax(scores, dim=-1)", COLOURS["softmax"], 0.9, "weights")]
+    y = 0.8
+    for text, colour, h, key in steps:
+        _, y = _box(ax, x, y, w, h, text, colour)
+        _arrow(ax, x, y, x, y + gap, _fmt(s[key]), "right")
+        y += gap
+    _, top = _box(ax, x, y, w, 0.9, "MatMul\nweights @ v", COLOURS["linear"])
+    x_v = x + w / 2 + 0.9                               # V goes up beside the column to the last MatMul
+    ax.text(x_v, -0.35, "V", ha="center", va="center", fontsize=11)
+    ax.plot([x_v, x_v], [-0.1, y + 0.45], color="black", linewidth=1.1)
+    _arrow(ax, x_v, y + 0.45, x + w / 2, y + 0.45)
+    ax.text(x_v + 0.12, 2.2, _fmt(s["q, k, v"]), ha="left", va="center", fontsize=8.5,
+            color="#1f4e9c", family="monospace", rotation=90)
+    _arrow(ax, x, top, x, top + gap, f"heads {_fmt(s['heads'])}", "right")
+
+    # --- right: multi-head attention ----------------------------------------------------------
+    xr, wl = 14.2, 2.3
+    ax.text(xr, 10.7, "Multi-Head Attention\nhelpers.attention.MultiHeadAttention(d_model, h)",
+            ha="center", va="center", fontsize=11, weight="bold")
+    columns = {"V": xr - 2.7, "K": xr, "Q": xr + 2.7}          # the paper's order, V on the left
+    for name, xc in columns.items():
+        ax.text(xc, -0.35, f"{name}: x {_fmt(s['x'])}", ha="center", va="center", fontsize=9)
+        _arrow(ax, xc, -0.1, xc, 0.8)
+        _stacked_box(ax, xc, 0.8, wl, 1.0, f"Linear\nx @ W_{name}, then\nsplit_heads(·, h)",
+                     COLOURS["linear"], min(heads, 4))
+        _arrow(ax, xc, 1.8 + 0.36, xc, 3.6, _fmt(s["q, k, v"]), "left" if name == "V" else "right")
+    _, top = _stacked_box(ax, xr, 3.6, 8.0, 1.3,
+                          f"Scaled Dot-Product Attention  (left)\nall h = {heads} heads at once: "
+                          f"attention(q, k, v)\nd_k = {d_model} / {heads} = {d_k} numbers per head",
+                          COLOURS["attention"], min(heads, 4))
+    ax.text(xr + 4.55, 4.75, f"h = {heads}", ha="left", va="center", fontsize=11)
+    _arrow(ax, xr, top + 0.36, xr, top + 1.3, f"heads {_fmt(s['heads'])}", "right")
+    _, top = _box(ax, xr, top + 1.3, 4.0, 0.9, "Concat\nmerge_heads(heads)", COLOURS["norm"])
+    _arrow(ax, xr, top, xr, top + 0.9, f"concat {_fmt(s['concat'])}", "right")
+    _, top = _box(ax, xr, top + 0.9, 4.0, 0.9, "Linear\nconcat @ W_O  (out_proj)", COLOURS["linear"])
+    _arrow(ax, xr, top, xr, top + 0.9, f"output {_fmt(s['output'])}", "right")
+    ax.text(xr, top + 1.15, "the sublayer's output, the shape of x", ha="center", va="center", fontsize=9)
+    ax.plot([9.3, 9.3], [-0.5, 10.3], color="#bbbbbb", linewidth=1)
+    ax.set_title(title or f"The paper's Figure 2 for d_model = {d_model}, h = {heads}, {n} tokens, "
+                 f"batch {batch}: the shape on every arrow (batch, heads, queries or tokens, ...)",
+                 fontsize=11)
     return fig, s

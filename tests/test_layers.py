@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from helpers.attention import MultiHeadAttention, additive_mask, attention, merge_heads, split_heads
+from helpers.attention import (MultiHeadAttention, additive_mask, additive_scores, attention, merge_heads,
+                               split_heads)
 from helpers.layers import EncoderLayer
 
 
@@ -161,3 +162,59 @@ def test_float64_attention_with_a_float32_mask_hides_the_future():
     with torch.no_grad():
         gap = (mha(x, mask=mask)[:, :10] - mha(changed, mask=mask)[:, :10]).abs().max().item()
     assert gap == 0.0
+
+
+# --- Figure 2 and additive attention (notebook 03) ---------------------------------------------
+
+@pytest.mark.parametrize("d_model, h, n, batch", [(64, 4, 5, 1), (48, 6, 7, 3)])
+def test_figure_two_shapes_are_those_of_a_real_run(d_model, h, n, batch):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from helpers.figures import attention_shapes, draw_attention
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(d_model, h).eval()
+    mha.keep_weights = True                                   # the step-by-step path keeps the weights
+    seen = {}
+    mha.out_proj.register_forward_hook(lambda m, i, o: seen.update(concat=i[0], output=o))
+    x = torch.randn(batch, n, d_model)
+    with torch.no_grad():
+        out = mha(x)
+        q = split_heads(x @ mha.in_proj_weight[:d_model].T, h)
+        scores = q @ split_heads(x @ mha.in_proj_weight[d_model:2 * d_model].T, h).transpose(-2, -1)
+        heads, _ = attention(q, q, q)
+    measured = {"x": x, "q, k, v": q, "q @ k.T": scores, "scaled": scores / math.sqrt(d_model // h),
+                "masked": scores, "weights": mha.weights, "heads": heads, "concat": seen["concat"],
+                "output": out}
+    shapes = attention_shapes(d_model, h, n, batch)
+    assert set(shapes) == set(measured)
+    for name, t in measured.items():
+        assert shapes[name] == tuple(t.shape), name
+    fig, drawn = draw_attention(d_model, h, n, batch)
+    texts = " ".join(t.get_text() for t in fig.axes[0].texts)
+    assert drawn == shapes and fig.axes[0].get_title()
+    for name in ("q, k, v", "weights", "concat", "output", "x"):
+        assert str(shapes[name]) in texts, name
+    for box in ("MatMul", "Scale", "Mask (opt.)", "SoftMax", "Concat", "merge_heads", "split_heads",
+                "W_O", "W_Q", "W_K", "W_V"):
+        assert box in texts, box
+    plt.close(fig)
+
+
+def test_additive_scores_equal_the_formula_for_each_pair():
+    torch.manual_seed(0)
+    q, k = torch.randn(2, 3, 4, dtype=torch.float64), torch.randn(2, 5, 4, dtype=torch.float64)
+    W_q, W_k, v_a = (torch.randn(4, 6, dtype=torch.float64), torch.randn(4, 6, dtype=torch.float64),
+                     torch.randn(6, dtype=torch.float64))
+    scores = additive_scores(q, k, W_q, W_k, v_a)
+    assert scores.shape == (2, 3, 5)
+    for b in range(2):
+        for i in range(3):
+            for j in range(5):
+                by_hand = v_a @ torch.tanh(W_q.T @ q[b, i] + W_k.T @ k[b, j])
+                assert math.isclose(scores[b, i, j].item(), by_hand.item(), rel_tol=1e-12)
+    # the notebook's hand example: W_q = W_k = I, v_a = (1, 1), q = (1, 0)
+    eye, ones = torch.eye(2), torch.ones(2)
+    hand = additive_scores(torch.tensor([[1.0, 0.0]]), torch.eye(2), eye, eye, ones)
+    assert torch.allclose(hand, torch.tensor([[math.tanh(2.0), 2 * math.tanh(1.0)]]))
