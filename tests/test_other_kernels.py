@@ -20,11 +20,12 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def rerun(family, *args):
+def rerun(family, *paths):
+    """pytest on the cpu_sensitive tests of paths (default: tests/) under ATEN_CPU_CAPABILITY=family."""
     env = dict(os.environ, ATEN_CPU_CAPABILITY=family)
     env.pop("PYTEST_XDIST_WORKER", None)
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-                           "-p", "no:xdist", "-m", "cpu_sensitive", "-rf", *args, "tests/"],
+                           "-p", "no:xdist", "-m", "cpu_sensitive", "-rf", *(paths or ["tests/"])],
                           cwd=ROOT, env=env, capture_output=True, text=True)
 
 
