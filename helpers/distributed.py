@@ -203,10 +203,10 @@ def train_worker(rank, world_size, steps, how="by hand", seed=SEED, per_worker=P
 
     how: "by hand" (average_gradients after backward), "ddp" (DistributedDataParallel does it),
     or "one process" (world_size 1 on the whole batch: call it with rank 0, world_size 1, and
-    per_worker = the workers' pairs together). Returns {"initial", "final"} state dicts and the
-    "losses" of this worker.
+    per_worker = the workers' pairs together). seed="rank" seeds each worker with its rank (a
+    mistake). Returns {"initial", "final"} state dicts and the "losses" of this worker.
     """
-    torch.manual_seed(seed)
+    torch.manual_seed(rank if seed == "rank" else seed)
     model = new_model()
     initial = {k: v.clone() for k, v in model.state_dict().items()}
     net = nn.parallel.DistributedDataParallel(model) if how == "ddp" else model
@@ -241,8 +241,9 @@ def identical(a, b):
 
 # --- 4. what it costs ------------------------------------------------------------------------
 
-def allreduce_seconds(rank, world_size, sizes, repeats=5):
-    """The median time of one all-reduce of a float32 tensor of each size (numbers), in seconds."""
+def allreduce_seconds(rank, world_size, sizes, repeats=10):
+    """The shortest of `repeats` times of one all-reduce of a float32 tensor of each size (numbers),
+    in seconds: the shortest is the least disturbed by other programs."""
     times = []
     for n in sizes:
         x = torch.ones(n)
@@ -253,7 +254,7 @@ def allreduce_seconds(rank, world_size, sizes, repeats=5):
             start = time.perf_counter()
             dist.all_reduce(x)
             taken.append(time.perf_counter() - start)
-        times.append(sorted(taken)[len(taken) // 2])
+        times.append(min(taken))
     return times
 
 
@@ -402,6 +403,28 @@ def launch(target, world_size=2, *args, timeout=TIMEOUT, method=None):
             rank, message = first[0]
             raise WorkerError(f"worker {rank} raised {message}")
         return [r["value"] for r in results]
+
+
+def torchrun(script, nproc=2, timeout=120.0):
+    """Run a script with torchrun on this machine (``python -m torch.distributed.run --standalone``,
+    which picks a free port itself): the finished process (stdout, stderr, returncode). Its whole
+    process group is ended after `timeout` seconds."""
+    import signal
+    import subprocess
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
+               str(script)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH"))
+                                                       if p), "OMP_NUM_THREADS": "1"}
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                             start_new_session=True)
+    try:
+        out, err = child.communicate(timeout=timeout)
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+        raise
+    return subprocess.CompletedProcess(command, child.returncode, out, err)
 
 
 def leftover_workers():

@@ -402,27 +402,29 @@ def check_seeds_question(answer_2):
                     "seed = rank)."})
 
 
-Q3_PARAMETERS, Q3_WORKERS = 63_082_496, 8
+Q3_PARAMETERS, Q3_WORKERS = 63_082_496, 16
 Q3_RIGHT = 2 * (Q3_WORKERS - 1) * 4 * Q3_PARAMETERS // Q3_WORKERS
 
 
 @checker
 def check_ring_question(answer_3):
-    """Bytes one of 8 workers sends per step in a ring all-reduce of the base model's float32
-    gradients: 2 · 7/8 · 4 · 63,082,496 = 441,577,472."""
+    """Bytes one of 16 workers sends per step in a ring all-reduce of the base model's float32
+    gradients: 2 · 15/16 · 4 · 63,082,496 = 473,109,360."""
     value = number(answer_3, "answer_3")
     full = 4 * Q3_PARAMETERS
     if close(value, Q3_RIGHT, 0.5):
-        return Passed("2 · (8 − 1)/8 · 252,329,984 bytes: a little under twice the gradient, whatever "
-                      "the number of workers; at 10 GB/s, about 44 ms of the paper's 0.4 s step.")
+        return Passed("2 · (16 − 1)/16 · 252,329,984 bytes: a little under twice the gradient, hardly more "
+                      "than the 1.75 times of 8 workers; the ring's cost per worker barely grows with W.")
     mistakes = [
         (full, "That is the gradient itself (4 bytes × 63,082,496): in a ring all-reduce each worker "
                "sends 2 · (W − 1)/W of it, the reduce-scatter half then the all-gather half."),
         (full * (Q3_WORKERS - 1) / Q3_WORKERS, "That is one of the two halves, the reduce-scatter: the "
                                                "all-gather sends as much again, 2 · (W − 1)/W in all."),
-        (2 * full, "Close: the factor is 2 · (W − 1)/W = 1.75 for 8 workers, not 2."),
+        (2 * full, "Close: the factor is 2 · (W − 1)/W = 1.875 for 16 workers, not 2."),
+        (2 * 7 * full // 8, "That is the 8 workers of section 4 (1.75 times the gradient): here there "
+                            "are 16, 2 · 15/16 = 1.875 times."),
         (full * (Q3_WORKERS - 1), "That is what a worker would send if it sent its whole gradient to each "
-                                  "of the 7 others; the ring sends 2 · (W − 1)/W of it."),
+                                  "of the 15 others; the ring sends 2 · (W − 1)/W of it."),
         (2 * (Q3_WORKERS - 1) * Q3_PARAMETERS / Q3_WORKERS, "That counts numbers, not bytes: each float32 "
                                                             "takes 4 bytes."),
         (Q3_RIGHT / 1e6, "That is in megabytes: the question asks for bytes."),
@@ -432,7 +434,7 @@ def check_ring_question(answer_3):
         if close(value, wrong, 0.5 if wrong > 1000 else 1e-3):
             return hint
     if abs(value - Q3_RIGHT) <= 0.01 * Q3_RIGHT:
-        return "Close: give the exact number of bytes, 2 · (8 − 1)/8 · 4 · 63,082,496."
-    return ("Each worker sends 2 · (W − 1)/W times the gradient's bytes (section 4): here W = 8 and the "
+        return "Close: give the exact number of bytes, 2 · (16 − 1)/16 · 4 · 63,082,496."
+    return ("Each worker sends 2 · (W − 1)/W times the gradient's bytes (section 4): here W = 16 and the "
             "gradient is 4 bytes × 63,082,496 parameters.")
 
