@@ -370,9 +370,9 @@ def launch(target, world_size=2, *args, timeout=TIMEOUT, method=None):
     prepare()
     with tempfile.TemporaryDirectory(prefix="workers-") as folder:
         context = None
+        env = os.environ.get("PYTHONPATH")
         try:
-            env = os.environ.get("PYTHONPATH", "")
-            if str(ROOT) not in env.split(os.pathsep):      # a spawned worker must find helpers
+            if method != "fork":                        # a spawned worker must find helpers
                 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env) if p)
             with contextlib.redirect_stderr(io.StringIO()):
                 context = mp.start_processes(_worker, args=(world_size, folder, target, args, str(ROOT)),
@@ -385,6 +385,10 @@ def launch(target, world_size=2, *args, timeout=TIMEOUT, method=None):
         except mp.ProcessExitedException as e:
             raise WorkerError(f"worker {e.error_index} stopped with exit code {e.exit_code}") from None
         finally:
+            if env is None:
+                os.environ.pop("PYTHONPATH", None)
+            else:
+                os.environ["PYTHONPATH"] = env
             for process in (context.processes if context else []):
                 if process.is_alive():
                     process.terminate()

@@ -414,8 +414,9 @@ the mean; it must come after `backward()` (before, the gradients of this step do
 and before `step()`. Every worker seeds its generator with the same `SEED`: otherwise the copies
 start different and, getting the same averaged updates, stay different. The mistakes the check
 names: no division (the sum), a division twice, the weights reduced instead of the gradients, the
-reduction before `backward()`, no all-reduce at all, seeds that differ between workers, and gloo's
-missing `ReduceOp.AVG`.
+reduction before `backward()`, no all-reduce at all (or one on a copy of the gradient), and seeds
+that differ between workers. (`dist.all_reduce(p.grad, op=dist.ReduceOp.AVG)` does the sum and the
+division at once where the backend has it, as recent versions of gloo do.)
 """, tags=["solution-only"])
 
 md("27", r"""
@@ -696,7 +697,7 @@ code("54", "answer_3 = 2 * (16 - 1) * 4 * 63_082_496 // 16", tags=["solution"], 
      exercise="answer_3 = None   # a number of bytes")
 code("55", "check_ring_question(answer_3)", tags=["check"])
 md("56", r"""
-**473,109,360 bytes**: $2 \cdot 15/16 \cdot 4 \cdot 63{,}082{,}496$. With 16 workers the factor is
+**473,118,720 bytes**: $2 \cdot 15/16 \cdot 4 \cdot 63{,}082{,}496$. With 16 workers the factor is
 1.875, against 1.75 for 8: the bytes a worker sends hardly grow with the number of workers, which is
 why the ring scales. What grows is the number of rounds, $2(W - 1)$, each with its fixed cost (the
 flat part of section 4's curve).

@@ -266,8 +266,8 @@ def _error_hint(message):
         return ("dist.all_reduce got None: a parameter's .grad is None until loss.backward() has run "
                 "(and again after zero_grad()). Reduce the gradients after backward().")
     if "AVG" in message or "ReduceOp" in message and "Gloo" in message:
-        return ("The gloo backend has no ReduceOp.AVG: all-reduce with the default (a sum), then divide "
-                "each gradient by world_size.")
+        return ("This torch's gloo backend has no ReduceOp.AVG: all-reduce with the default (a sum), then "
+                "divide each gradient by world_size.")
     if "in-place" in message or "leaf Variable" in message:
         return ("A weight that requires a gradient cannot be changed in place: reduce p.grad (the "
                 "gradient), not p (the weight).")
@@ -409,7 +409,7 @@ Q3_RIGHT = 2 * (Q3_WORKERS - 1) * 4 * Q3_PARAMETERS // Q3_WORKERS
 @checker
 def check_ring_question(answer_3):
     """Bytes one of 16 workers sends per step in a ring all-reduce of the base model's float32
-    gradients: 2 · 15/16 · 4 · 63,082,496 = 473,109,360."""
+    gradients: 2 · 15/16 · 4 · 63,082,496 = 473,118,720."""
     value = number(answer_3, "answer_3")
     full = 4 * Q3_PARAMETERS
     if close(value, Q3_RIGHT, 0.5):
