@@ -61,3 +61,14 @@ SYMBOLS = [
     Symbol(r"lp(Y),\ \alpha", "the length penalty ((5 + |Y|) / 6)^α and its exponent", 0.6, 0.6,
            "08_decoding", "3. The score of a hypothesis"),
 ]
+
+# Notebook 10 (training on many workers): kept as its own block, added after the table above.
+SYMBOLS += [
+    Symbol(r"W", "world size: the number of worker processes that train one model together (the "
+           "paper's 8 GPUs; 2 in notebook 10)", None, None,
+           "10_many_workers", "3. Data parallel with `torch.distributed`"),
+    Symbol(r"\text{rank}", "a worker's number, from 0 to W - 1", None, None,
+           "10_many_workers", "3. Data parallel with `torch.distributed`"),
+    Symbol(r"n_{\text{micro}}", "number of micro-batches accumulated into one optimizer step", None, None,
+           "10_many_workers", "2. Gradient accumulation: one bigger batch in several passes"),
+]

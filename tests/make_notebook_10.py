@@ -184,7 +184,7 @@ md("10", r"""
 axis) over one epoch: how many batches (vertical axis) have each size. The red one, fixed batches of
 64 random pairs, is a narrow bump a little below 600 tokens, with one batch apart near 216, the
 last, smaller batch. The blue one, batches filled up to 1,000 positions from sorted pairs, spreads
-from about 480 to 1,000 tokens: a batch of short numbers holds many pairs and little padding, a
+from about 480 to 1,000 tokens, most of them between 800 and 1,000: a batch of short numbers holds many pairs and little padding, a
 batch of long ones fewer pairs, and none exceeds the budget. For the same tokens, the blue batches
 are fewer and almost free of padding.
 
@@ -550,8 +550,8 @@ plt.show()
 md("39", r"""
 **Figure description.** The time of one all-reduce (vertical axis, milliseconds, logarithmic)
 against its size in bytes (horizontal axis, logarithmic), for the two worker processes of this
-machine; a dotted line marks the tiny model's gradient. The largest tensor takes several times as
-long as the smallest, but not 4,096 times as long, though it is 4,096 times larger: a small
+machine; a dotted line marks the tiny model's gradient. The largest tensor takes many times as long
+as the smallest, but far from 4,096 times as long, though it is 4,096 times larger: a small
 all-reduce costs a fixed price per call (waking the other process, a few system calls), and only
 the large ones grow with their bytes, limited by what the memory between two processes carries per
 second. The exact times, and how smooth the curve is, change with the machine and its load: on a

@@ -389,7 +389,7 @@ def check_seeds_question(answer_2):
     return choice(
         answer_2, "answer_2", "stays",
         "Both copies apply the same averaged update −lr · ḡ at every step, so w₀ − w₁ never changes "
-        "(section 3 measures it to float rounding): the copies never meet, and neither is the model the "
+        "(to float rounding): the copies never meet, and neither is the model the "
         "averaged gradients belong to. DistributedDataParallel avoids it by copying rank 0's weights "
         "to every worker when it is built.",
         {"identical": "Averaging makes the gradients equal, not the weights: each copy subtracts the same "
