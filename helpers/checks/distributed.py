@@ -2,8 +2,6 @@
 all-reduce by hand in two worker processes (Your turn 2), and the three questions of "Check your
 understanding"."""
 
-import functools
-
 import torch
 import torch.distributed as dist
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
@@ -18,7 +16,9 @@ LR_CHECK = 0.1          # the SGD rate of the check: a plain step shows every ch
 WEIGHT_TOLERANCE = 1e-6  # float32 rounding moves these weights by about 1e-8; the nearest mistake by 1e-3
 
 
-@functools.lru_cache(maxsize=1)
+_CACHE = {}
+
+
 def _micro_batches():
     """The three micro-batches of the check, of very different sizes: the first 6 training numbers
     (one digit), the 2 with the longest French, and the first 4 four-digit ones."""
@@ -31,7 +31,9 @@ def _micro_batches():
 
 def micro_batches():
     """Copies of the three micro-batches of the check: (src, tgt_in, tgt_out) each."""
-    return [tuple(t.clone() for t in batch) for batch in _micro_batches()]
+    if "micro" not in _CACHE:
+        _CACHE["micro"] = _micro_batches()
+    return [tuple(t.clone() for t in batch) for batch in _CACHE["micro"]]
 
 
 def _counts():
