@@ -61,8 +61,8 @@ def test_bootstrap_finds_the_checkout_without_cloning():
 
 
 @pytest.mark.parametrize("folder", ["notebooks", "solutions"])
-# 08 and 09 load model and data files from the clone
-@pytest.mark.parametrize("stem", ["01_positions", "08_decoding", "09_translation"])
+# 08 and 09 load model and data files from the clone; 10 starts worker processes that import it
+@pytest.mark.parametrize("stem", ["01_positions", "08_decoding", "09_translation", "10_many_workers"])
 def test_notebook_runs_alone_in_an_empty_folder(stem, folder, tmp_path, local_remote, monkeypatch):
     source = notebooks.ROOT / folder / f"{stem}.ipynb"
     alone = tmp_path / "alone"

@@ -1,0 +1,442 @@
+"""Checks for notebook 10 (training on many workers): gradient accumulation (Your turn 1), the
+all-reduce by hand in two worker processes (Your turn 2), and the three questions of "Check your
+understanding"."""
+
+import torch
+import torch.distributed as dist
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+from helpers import distributed
+from helpers.checks import Hint, Passed, call, checker, choice, close, not_answered, number
+from helpers.distributed import n_tokens, one_batch, token_loss
+
+# --- Your turn 1: gradient accumulation ------------------------------------------------------
+
+LR_CHECK = 0.1          # the SGD rate of the check: a plain step shows every change of the gradient
+WEIGHT_TOLERANCE = 1e-6  # float32 rounding moves these weights by about 1e-8; the nearest mistake by 1e-3
+
+
+_CACHE = {}
+
+
+def _micro_batches():
+    """The three micro-batches of the check, of very different sizes: the first 6 training numbers
+    (one digit), the 2 with the longest French, and the first 4 four-digit ones."""
+    from helpers.translation import load_pairs, make_batch, token_pairs
+    pairs = load_pairs("train")
+    longest = sorted(pairs, key=lambda p: (-distributed.lengths(p)[1], p.number))
+    chosen = (pairs[:6], longest[:2], [p for p in pairs if 1000 <= p.number < 10_000][:4])
+    return [make_batch(token_pairs(group), distributed.vocab()) for group in chosen]
+
+
+def micro_batches():
+    """Copies of the three micro-batches of the check: (src, tgt_in, tgt_out) each."""
+    if "micro" not in _CACHE:
+        _CACHE["micro"] = _micro_batches()
+    return [tuple(t.clone() for t in batch) for batch in _CACHE["micro"]]
+
+
+def _counts():
+    """'a, b and c', the target tokens of the three micro-batches."""
+    a, b, c = (n_tokens(batch[2]) for batch in micro_batches())
+    return f"{a}, {b} and {c}"
+
+
+def _setup(seed=1):
+    """A model (seed 1), its SGD optimizer, and gradients left over from another batch in .grad
+    (as a training loop leaves them after its previous step)."""
+    torch.manual_seed(seed)
+    model = distributed.new_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR_CHECK)
+    leftover = micro_batches()[1]
+    token_loss(model, *leftover).backward()
+    return model, optimizer
+
+
+def _weights(model):
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def _simulate(micro, scale="tokens", zero_inside=False, step_inside=False, zero_start=True,
+              step_end=True):
+    """The weights after one accumulation step written with these choices, and its loss value."""
+    torch.set_num_threads(1)
+    model, optimizer = _setup()
+    if zero_start:
+        optimizer.zero_grad()
+    total = sum(n_tokens(b[2]) for b in micro)
+    rows = sum(b[0].shape[0] for b in micro)
+    reported = 0.0
+    for src, tgt_in, tgt_out in micro:
+        if zero_inside:
+            optimizer.zero_grad()
+        loss = token_loss(model, src, tgt_in, tgt_out)
+        factor = {"tokens": n_tokens(tgt_out) / total, "mean": 1 / len(micro), "none": 1.0,
+                  "rows": src.shape[0] / rows}[scale]
+        (loss * factor).backward()
+        reported += loss.item() * factor
+        if step_inside:
+            optimizer.step()
+    if step_end and not step_inside:
+        optimizer.step()
+    return _weights(model), reported
+
+
+ACCUMULATION_MISTAKES = [
+    ("You averaged the micro-batches' mean losses with equal weights (loss / n_micro): the loss is a "
+     "mean over tokens, and these micro-batches hold {counts} target tokens, so each must count "
+     "by its tokens: loss · n_tokens / total_tokens.", {"scale": "mean"}),
+    ("You weighted each micro-batch by its number of sentences (rows): the loss is a mean over target "
+     "tokens, so weight by tokens, n_tokens(tgt_out) / total_tokens.", {"scale": "rows"}),
+    ("The losses are not scaled: backward() of each micro-batch's mean adds n_micro mean gradients, "
+     "about n_micro times too large; multiply each loss by n_tokens / total_tokens first.",
+     {"scale": "none"}),
+    ("optimizer.zero_grad() is inside the loop: it erases the gradients of the earlier micro-batches, "
+     "so only the last one counts. Zero once, before the loop.", {"zero_inside": True}),
+    ("optimizer.zero_grad() is inside the loop and the losses are averaged with equal weights: zero "
+     "once before the loop, and weight each loss by its tokens.", {"zero_inside": True, "scale": "mean"}),
+    ("optimizer.zero_grad() is inside the loop and the losses are not scaled: zero once before the "
+     "loop, and weight each loss by n_tokens / total_tokens.", {"zero_inside": True, "scale": "none"}),
+    ("optimizer.step() is inside the loop: that takes n_micro small steps, each on part of the "
+     "batch, not one step on all of it. Step once, after the loop.", {"step_inside": True}),
+    ("optimizer.step() is inside the loop, with zero_grad() there too: n_micro separate small steps. "
+     "Zero once before the loop, step once after it.", {"step_inside": True, "zero_inside": True}),
+    ("optimizer.step() is inside the loop and the losses are averaged with equal weights: step once, "
+     "after the loop, and weight each loss by its tokens.", {"step_inside": True, "scale": "mean"}),
+    ("optimizer.step() is inside the loop and the losses are not scaled: step once, after the loop, "
+     "and weight each loss by n_tokens / total_tokens.", {"step_inside": True, "scale": "none"}),
+    ("The gradients left by the previous step are still in .grad: call optimizer.zero_grad() once, "
+     "before the loop (a training loop always leaves them there).", {"zero_start": False}),
+    ("The weights did not change: call optimizer.step() once, after the loop.", {"step_end": False}),
+]
+
+ACCUMULATE = "my_accumulated_step(model, optimizer, micro_batches)"
+ACCUMULATE_REFERENCE = [(distributed, "accumulated_step", "helpers.distributed.accumulated_step")]
+
+
+def _gap(a, b):
+    return max(float((a[k].double() - b[k].double()).abs().max()) for k in a)
+
+
+@checker
+def check_accumulation(fn):
+    """The learner's my_accumulated_step against one step on the three micro-batches as one batch."""
+    micro = micro_batches()
+    torch.set_num_threads(1)
+    model, optimizer = _setup()
+    returned = call(fn, ACCUMULATE, model, optimizer, [tuple(t.clone() for t in b) for b in micro],
+                    no_grad=False, reference=ACCUMULATE_REFERENCE,
+                    instead="zero the gradients, then for each micro-batch scale its loss and call "
+                            "backward(), then step.")
+    got = _weights(model)
+    big, optimizer_big = _setup()
+    optimizer_big.zero_grad()
+    loss = token_loss(big, *one_batch(micro))
+    loss.backward()
+    optimizer_big.step()
+    right = _weights(big)
+    if _gap(got, right) > WEIGHT_TOLERANCE:
+        for hint, kwargs in ACCUMULATION_MISTAKES:
+            if _gap(got, _simulate(micro, **kwargs)[0]) <= WEIGHT_TOLERANCE:
+                return hint.replace("{counts}", _counts())
+        return ("The step differs from one step on the three micro-batches as one batch: zero the "
+                "gradients once, backward() each micro-batch's token_loss times n_tokens(tgt_out) / "
+                "total_tokens, then one optimizer.step().")
+    if isinstance(returned, torch.Tensor) and returned.requires_grad:
+        returned = returned.detach()
+    value = number(returned, "the value my_accumulated_step returns")
+    if not close(value, loss.item(), 1e-4):
+        for kwargs in ({"scale": "mean"}, {"scale": "none"}, {"scale": "rows"}):
+            if close(value, _simulate(micro, **kwargs)[1], 1e-4):
+                return ("The step is right, but the loss returned is not the big batch's: return the sum "
+                        "of the scaled losses (each loss · n_tokens / total_tokens, as a number).")
+        return (f"The step is right, but it returned {value:.4f}; return the loss of the whole batch, "
+                f"the sum of the scaled micro-batch losses ({loss.item():.4f} here).")
+    return Passed("Your step moves every weight as one step on the three micro-batches as one batch "
+                  f"does (within {WEIGHT_TOLERANCE:g}; float32 rounding is about 1e-8 here), and returns "
+                  "its loss.")
+
+
+# --- Your turn 2: the all-reduce by hand, in two worker processes ------------------------------
+
+STEPS = 3
+WORLD = 2
+FINAL_TOLERANCE = 1e-5    # one process on the whole batch vs two workers: float32 rounding, about 1e-7
+
+
+def _checked_worker(rank, world_size, fn, steps):
+    """Run the learner's worker function with its all-reduces, backward passes and optimizer steps
+    recorded; then DistributedDataParallel's run of the same steps, for comparison."""
+    events, first_grads, models = [], [], []
+    real_all_reduce, real_new_model = dist.all_reduce, distributed.new_model
+    namespace = getattr(fn, "__globals__", {})
+
+    def recording_new_model():
+        model = real_new_model()
+        models.append((model, {k: v.clone() for k, v in model.state_dict().items()}))
+        first = next(model.parameters())
+        first.register_post_accumulate_grad_hook(lambda p: events.append("backward"))
+        return model
+
+    def kind(tensor):
+        for model, _ in models:
+            for p in model.parameters():
+                if p.grad is not None and tensor.data_ptr() == p.grad.data_ptr():
+                    return "grad"
+                if tensor.data_ptr() == p.data_ptr():
+                    return "weight"
+        return "other"
+
+    def recording_all_reduce(tensor, *args, **kwargs):
+        if tensor is None:
+            raise ValueError("dist.all_reduce got None instead of a tensor")
+        events.append(f"reduce {kind(tensor)}")
+        return real_all_reduce(tensor, *args, **kwargs)
+
+    def before_step(optimizer, args, kwargs):
+        if not first_grads and models:
+            first_grads.append({n: (None if p.grad is None else p.grad.clone())
+                                for n, p in models[0][0].named_parameters()})
+
+    swaps = [(dist, "all_reduce", real_all_reduce, recording_all_reduce),
+             (distributed, "new_model", real_new_model, recording_new_model)]
+    for name, value in list(namespace.items()):
+        for _, _, real, fake in swaps[:2]:
+            if value is real:
+                swaps.append((namespace, name, real, fake))
+    for owner, attr, _, fake in swaps:
+        if isinstance(owner, dict):
+            owner[attr] = fake
+        else:
+            setattr(owner, attr, fake)
+    pre = register_optimizer_step_pre_hook(before_step)
+    post = register_optimizer_step_post_hook(lambda o, a, k: events.append("step"))
+    error = returned = None
+    try:
+        returned = fn(rank, world_size, steps)
+    except Exception as e:
+        message = " ".join(str(e).split())[:200]
+        error = f"{type(e).__name__}: {message}"
+    finally:
+        pre.remove()
+        post.remove()
+        for owner, attr, real, _ in swaps:
+            if isinstance(owner, dict):
+                owner[attr] = real
+            else:
+                setattr(owner, attr, real)
+    ddp = None
+    if error is None:
+        dist.barrier()
+        ddp = distributed.train_worker(rank, world_size, steps, "ddp")["final"]
+    model = returned if isinstance(returned, torch.nn.Module) else (models[-1][0] if models else None)
+    return {"error": error, "events": events, "returned": type(returned).__name__,
+            "models": len(models), "initial": models[0][1] if models else None,
+            "grads": first_grads[0] if first_grads else None,
+            "final": None if model is None else {k: v.detach().clone()
+                                                 for k, v in model.state_dict().items()},
+            "ddp": ddp}
+
+
+def _reference_grads():
+    """The gradient of step 0 in one process on the whole batch (both shards), at the seeded start."""
+    torch.set_num_threads(1)
+    torch.manual_seed(distributed.SEED)
+    model = distributed.new_model()
+    token_loss(model, *distributed.step_batch(0, WORLD)).backward()
+    local = []
+    for rank in range(WORLD):
+        torch.manual_seed(distributed.SEED)
+        m = distributed.new_model()
+        token_loss(m, *distributed.shard(distributed.step_batch(0, WORLD), rank, WORLD)).backward()
+        local.append({n: p.grad.clone() for n, p in m.named_parameters()})
+    return {n: p.grad.clone() for n, p in model.named_parameters()}, local
+
+
+def _scaled_like(got, right, factor, tolerance=1e-4):
+    """True when every gradient in got is factor · right (within tolerance relative to the largest)."""
+    scale = max(float(v.abs().max()) for v in right.values())
+    return all(got[n] is not None and float((got[n] - factor * right[n]).abs().max()) <= tolerance * scale
+               for n in right)
+
+
+WORKER = "my_worker(rank, world_size, steps)"
+
+
+def _error_hint(message):
+    if "got None instead of a tensor" in message:
+        return ("dist.all_reduce got None: a parameter's .grad is None until loss.backward() has run "
+                "(and again after zero_grad()). Reduce the gradients after backward().")
+    if "AVG" in message or "ReduceOp" in message and "Gloo" in message:
+        return ("This torch's gloo backend has no ReduceOp.AVG: all-reduce with the default (a sum), then "
+                "divide each gradient by world_size.")
+    if "in-place" in message or "leaf Variable" in message:
+        return ("A weight that requires a gradient cannot be changed in place: reduce p.grad (the "
+                "gradient), not p (the weight).")
+    return f"{WORKER.split('(')[0]} raised, in a worker, {message}"
+
+
+@checker
+def check_worker(fn):
+    """The learner's my_worker run in 2 processes for 3 steps, against one process on the whole
+    batch and against DistributedDataParallel."""
+    if not_answered(fn):
+        raise Hint("Not answered yet: write the body of my_worker and run its cell.")
+    if not callable(fn) or isinstance(fn, (bool, str, torch.Tensor, type)):
+        raise Hint(f"Pass your function itself (my_worker, without parentheses), not a {type(fn).__name__}.")
+    try:
+        results = distributed.launch(_checked_worker, WORLD, fn, STEPS, timeout=90)
+    except distributed.WorkerError as e:
+        return f"Could not run my_worker in {WORLD} workers: {e}"
+    errors = [r["error"] for r in results if r["error"]]
+    if errors:
+        first = [e for e in errors if not any(g in e for g in distributed.PEER_GONE)] or errors
+        return _error_hint(first[0])
+    r0, r1 = results
+    if r0["models"] == 0:
+        return ("my_worker built no model with distributed.new_model(): build the model there (after "
+                "torch.manual_seed(SEED)), so that every worker has its own copy.")
+    if r0["returned"] not in ("Transformer", "DistributedDataParallel"):
+        return f"my_worker returned {r0['returned']}: end it with `return model`."
+    if not distributed.identical(r0["initial"], r1["initial"]):
+        return ("The two workers started from different weights: each seeded its generator differently "
+                "(with its rank?). Every worker must call torch.manual_seed(SEED), the same seed, before "
+                "new_model(), or the averaged gradients are applied to different models.")
+    torch.manual_seed(distributed.SEED)
+    if not distributed.identical(r0["initial"], distributed.new_model().state_dict()):
+        return ("The workers agree with each other but did not start from the weights of seed SEED: call "
+                "torch.manual_seed(SEED) just before distributed.new_model().")
+    events = r0["events"]
+    if "reduce weight" in events:
+        return ("You all-reduced the weights (p or p.data), not the gradients: after backward() the "
+                "workers have the same weights and different gradients, so it is p.grad that must be "
+                "averaged.")
+    if not any(e.startswith("reduce") for e in events):
+        return ("No dist.all_reduce was called: each worker stepped on its own shard's gradient. After "
+                "loss.backward(), all-reduce every p.grad and divide by world_size.")
+    if "backward" not in events or "step" not in events:
+        return "my_worker must call loss.backward() and optimizer.step() at each step."
+    first_step = events[:events.index("step")]
+    if "backward" in first_step and any(e.startswith("reduce") for e in
+                                        first_step[:first_step.index("backward")]):
+        return ("You all-reduced before loss.backward(): the gradients of this step do not exist yet "
+                "(what you reduced was zero or the last step's). Reduce after backward(), before "
+                "optimizer.step().")
+    right, local = _reference_grads()
+    grads = r0["grads"]
+    if grads is None or any(grads[n] is None for n in right):
+        return "Some parameters had no gradient at optimizer.step(): call loss.backward() before it."
+    if not _scaled_like(grads, right, 1.0):
+        for factor, hint in ((WORLD, "The gradients are the sum over the workers, not the mean: divide "
+                                     "each by world_size after the all-reduce."),
+                             (1 / WORLD, "The gradients are divided by world_size twice (or by "
+                                         "world_size²): all_reduce sums, then divide once."),
+                             (1 / WORLD ** 2, "The gradients are divided by world_size too often: "
+                                              "all_reduce sums, then divide once.")):
+            if _scaled_like(grads, right, factor):
+                return hint
+        for rank in range(WORLD):
+            if _scaled_like(grads, local[rank], 1.0):
+                return ("Each worker kept its own shard's gradient: the all-reduce did not reach p.grad "
+                        "(reduce p.grad itself, in place, after backward()).")
+        return ("At the first optimizer.step() the gradients are not the mean of the two workers' "
+                "gradients: after backward(), dist.all_reduce(p.grad) then p.grad /= world_size.")
+    if not distributed.identical(r0["final"], r1["final"]):
+        return ("The first step's gradients are right, but the two workers end with different weights: "
+                "average the gradients at every step, and step both copies the same way.")
+    one = distributed.one_process(STEPS, WORLD)["final"]
+    gap = distributed.largest_difference(r0["final"], one)
+    if gap > FINAL_TOLERANCE:
+        return (f"After {STEPS} steps the workers' weights differ from one process on the whole batch by "
+                f"{gap:.1e}: run exactly `steps` steps of zero_grad, shard_loss, backward, the all-reduce "
+                "and step.")
+    same_as_ddp = distributed.identical(r0["final"], r1["ddp"])
+    return Passed(f"In {WORLD} worker processes, after {STEPS} steps, both copies are identical, "
+                  + ("bit for bit equal to DistributedDataParallel's, " if same_as_ddp else
+                     f"within {distributed.largest_difference(r0['final'], r1['ddp']):.0e} of "
+                     "DistributedDataParallel's, ")
+                  + f"and within {gap:.0e} of one process on the whole batch.")
+
+
+# --- Check your understanding ----------------------------------------------------------------
+
+# Question 1: the paper's step holds about 25,000 target tokens; 2 workers, each fits 3,125 a pass.
+Q1_TOKENS, Q1_WORKERS, Q1_FITS = 25_000, 2, 3_125
+
+
+@checker
+def check_micro_question(answer_1):
+    """n_micro = 25,000 / (2 · 3,125) = 4."""
+    value = number(answer_1, "answer_1")
+    right = Q1_TOKENS / (Q1_WORKERS * Q1_FITS)
+    if close(value, right, 1e-9):
+        return Passed("W · n_micro · 3,125 = 25,000 tokens a step: 2 workers × 4 micro-batches × 3,125. "
+                      "The paper's 8 GPUs needed no accumulation: 8 × 3,125 = 25,000.")
+    if close(value, Q1_TOKENS / Q1_FITS, 1e-9):
+        return ("8 micro-batches on one worker would make 25,000 tokens; there are 2 workers, and each step "
+                "adds up the tokens of all of them: n_micro = 25,000 / (W · 3,125).")
+    if close(value, 1, 1e-9) or close(value, Q1_TOKENS / (8 * Q1_FITS), 1e-9):
+        return ("That is the paper's case, 8 workers of 3,125 tokens: here there are only 2, so each must "
+                "accumulate several micro-batches to reach 25,000 tokens.")
+    if close(value, 2, 1e-9):
+        return ("With 2 micro-batches, 2 workers process 2 · 2 · 3,125 = 12,500 tokens a step, half the "
+                "paper's: n_micro = 25,000 / (W · 3,125).")
+    return "Count the tokens of one step: W workers × n_micro micro-batches × 3,125 tokens = 25,000."
+
+
+@checker
+def check_seeds_question(answer_2):
+    """Two copies with different initial weights, gradients averaged by hand, plain SGD: their
+    difference stays what it was at the start ("stays")."""
+    return choice(
+        answer_2, "answer_2", "stays",
+        "Both copies apply the same averaged update −lr · ḡ at every step, so w₀ − w₁ never changes "
+        "(to float rounding): the copies never meet, and neither is the model the "
+        "averaged gradients belong to. DistributedDataParallel avoids it by copying rank 0's weights "
+        "to every worker when it is built.",
+        {"identical": "Averaging makes the gradients equal, not the weights: each copy subtracts the same "
+                      "update from the weights it had, so the difference of the start is carried along "
+                      "(section 3, the run with seed = rank).",
+         "grows": "The two copies receive exactly the same update at every step, so nothing can make "
+                  "their difference grow: it stays the same (section 3, the run with seed = rank).",
+         "shrinks": "Nothing pulls the copies together: averaging the gradients gives both the same "
+                    "update, so the difference of the start stays as it was (section 3, the run with "
+                    "seed = rank)."})
+
+
+Q3_PARAMETERS, Q3_WORKERS = 63_082_496, 16
+Q3_RIGHT = 2 * (Q3_WORKERS - 1) * 4 * Q3_PARAMETERS // Q3_WORKERS
+
+
+@checker
+def check_ring_question(answer_3):
+    """Bytes one of 16 workers sends per step in a ring all-reduce of the base model's float32
+    gradients: 2 · 15/16 · 4 · 63,082,496 = 473,118,720."""
+    value = number(answer_3, "answer_3")
+    full = 4 * Q3_PARAMETERS
+    if close(value, Q3_RIGHT, 0.5):
+        return Passed("2 · (16 − 1)/16 · 252,329,984 bytes: a little under twice the gradient, hardly more "
+                      "than the 1.75 times of 8 workers; the ring's cost per worker barely grows with W.")
+    mistakes = [
+        (full, "That is the gradient itself (4 bytes × 63,082,496): in a ring all-reduce each worker "
+               "sends 2 · (W − 1)/W of it, the reduce-scatter half then the all-gather half."),
+        (full * (Q3_WORKERS - 1) / Q3_WORKERS, "That is one of the two halves, the reduce-scatter: the "
+                                               "all-gather sends as much again, 2 · (W − 1)/W in all."),
+        (2 * full, "Close: the factor is 2 · (W − 1)/W = 1.875 for 16 workers, not 2."),
+        (2 * 7 * full // 8, "That is the 8 workers of section 4 (1.75 times the gradient): here there "
+                            "are 16, 2 · 15/16 = 1.875 times."),
+        (full * (Q3_WORKERS - 1), "That is what a worker would send if it sent its whole gradient to each "
+                                  "of the 15 others; the ring sends 2 · (W − 1)/W of it."),
+        (2 * (Q3_WORKERS - 1) * Q3_PARAMETERS / Q3_WORKERS, "That counts numbers, not bytes: each float32 "
+                                                            "takes 4 bytes."),
+        (Q3_RIGHT / 1e6, "That is in megabytes: the question asks for bytes."),
+        (Q3_RIGHT / 2 ** 20, "That is in mebibytes: the question asks for bytes."),
+    ]
+    for wrong, hint in mistakes:
+        if close(value, wrong, 0.5 if wrong > 1000 else 1e-3):
+            return hint
+    if abs(value - Q3_RIGHT) <= 0.01 * Q3_RIGHT:
+        return "Close: give the exact number of bytes, 2 · (16 − 1)/16 · 4 · 63,082,496."
+    return ("Each worker sends 2 · (W − 1)/W times the gradient's bytes (section 4): here W = 16 and the "
+            "gradient is 4 bytes × 63,082,496 parameters.")
+

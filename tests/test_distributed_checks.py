@@ -1,0 +1,416 @@
+"""The checkers of notebook 10: every named mistake, written here independently, gets its hint;
+perturbed and odd answers never make a checker fail on its own code (as tests/fuzz.py does)."""
+
+import random
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from helpers import distributed
+from helpers.checks import PASSED
+from helpers.checks.distributed import (check_accumulation, check_micro_question, check_ring_question,
+                                        check_seeds_question, check_worker)
+from helpers.distributed import LR, SEED, n_tokens, new_model, shard_loss, token_loss
+from printed import printed
+from tests.fuzz import assert_survives, wrong_functions, wrong_tensors
+
+# --- Your turn 1: accumulation, each way of getting it wrong written out -----------------------
+
+
+def right_step(model, optimizer, micro_batches):
+    optimizer.zero_grad()
+    total = sum(int((b[2] != 0).sum()) for b in micro_batches)
+    whole = 0.0
+    for src, tgt_in, tgt_out in micro_batches:
+        loss = token_loss(model, src, tgt_in, tgt_out) * int((tgt_out != 0).sum()) / total
+        loss.backward()
+        whole += loss.item()
+    optimizer.step()
+    return whole
+
+
+def right_step_summed_losses(model, optimizer, micro_batches):
+    """Another right way: the sum of every token's loss, divided once by the total."""
+    optimizer.zero_grad()
+    total = sum(int((b[2] != 0).sum()) for b in micro_batches)
+    whole = 0.0
+    for src, tgt_in, tgt_out in micro_batches:
+        logits = model(src, tgt_in)
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=0,
+                                                 reduction="sum") / total
+        loss.backward()
+        whole += float(loss)
+    optimizer.step()
+    return torch.tensor(whole)
+
+
+def mean_of_means(model, optimizer, micro_batches):
+    optimizer.zero_grad()
+    whole = 0.0
+    for batch in micro_batches:
+        loss = token_loss(model, *batch) / len(micro_batches)
+        loss.backward()
+        whole += loss.item()
+    optimizer.step()
+    return whole
+
+
+def by_rows(model, optimizer, micro_batches):
+    optimizer.zero_grad()
+    rows = sum(b[0].shape[0] for b in micro_batches)
+    for batch in micro_batches:
+        (token_loss(model, *batch) * batch[0].shape[0] / rows).backward()
+    optimizer.step()
+    return 1.0
+
+
+def not_scaled(model, optimizer, micro_batches):
+    optimizer.zero_grad()
+    for batch in micro_batches:
+        token_loss(model, *batch).backward()
+    optimizer.step()
+    return 1.0
+
+
+def zero_inside(model, optimizer, micro_batches):
+    total = sum(n_tokens(b[2]) for b in micro_batches)
+    for batch in micro_batches:
+        optimizer.zero_grad()
+        (token_loss(model, *batch) * n_tokens(batch[2]) / total).backward()
+    optimizer.step()
+    return 1.0
+
+
+def step_inside(model, optimizer, micro_batches):
+    optimizer.zero_grad()
+    total = sum(n_tokens(b[2]) for b in micro_batches)
+    for batch in micro_batches:
+        (token_loss(model, *batch) * n_tokens(batch[2]) / total).backward()
+        optimizer.step()
+    return 1.0
+
+
+def step_and_zero_inside(model, optimizer, micro_batches):
+    total = sum(n_tokens(b[2]) for b in micro_batches)
+    for batch in micro_batches:
+        optimizer.zero_grad()
+        (token_loss(model, *batch) * n_tokens(batch[2]) / total).backward()
+        optimizer.step()
+    return 1.0
+
+
+def no_zero_at_start(model, optimizer, micro_batches):
+    total = sum(n_tokens(b[2]) for b in micro_batches)
+    for batch in micro_batches:
+        (token_loss(model, *batch) * n_tokens(batch[2]) / total).backward()
+    optimizer.step()
+    return 1.0
+
+
+def no_step(model, optimizer, micro_batches):
+    optimizer.zero_grad()
+    total = sum(n_tokens(b[2]) for b in micro_batches)
+    for batch in micro_batches:
+        (token_loss(model, *batch) * n_tokens(batch[2]) / total).backward()
+    return 1.0
+
+
+def calls_the_reference(model, optimizer, micro_batches):
+    distributed.accumulated_step(model, optimizer, micro_batches)
+    return 1.0
+
+
+def wrong_loss_returned(model, optimizer, micro_batches):
+    """The step right, but the loss reported is the mean of the micro-batch means."""
+    optimizer.zero_grad()
+    total = sum(n_tokens(b[2]) for b in micro_batches)
+    means = []
+    for batch in micro_batches:
+        loss = token_loss(model, *batch)
+        (loss * n_tokens(batch[2]) / total).backward()
+        means.append(loss.item())
+    optimizer.step()
+    return sum(means) / len(means)
+
+
+def placeholder(model, optimizer, micro_batches):
+    '''One optimizer step.'''
+    ...
+
+
+@pytest.mark.parametrize("fn", [right_step, right_step_summed_losses])
+def test_accumulation_accepts_right_steps(fn, capsys):
+    assert printed(capsys, check_accumulation, fn).startswith(PASSED)
+
+
+@pytest.mark.parametrize("fn, words", [
+    (mean_of_means, "equal weights (loss / n_micro)"),
+    (by_rows, "number of sentences"),
+    (not_scaled, "The losses are not scaled"),
+    (zero_inside, "zero_grad() is inside the loop: it erases"),
+    (step_inside, "optimizer.step() is inside the loop: that takes"),
+    (step_and_zero_inside, "with zero_grad() there too"),
+    (no_zero_at_start, "left by the previous step"),
+    (no_step, "The weights did not change"),
+    (calls_the_reference, "the very reference this check compares"),
+    (wrong_loss_returned, "the loss returned is not the big batch's"),
+    (placeholder, "Not answered yet"),
+])
+def test_accumulation_names_each_mistake(fn, words, capsys):
+    line = printed(capsys, check_accumulation, fn)
+    assert words in line, line
+
+
+def test_accumulation_hint_gives_this_check_s_token_counts(capsys):
+    line = printed(capsys, check_accumulation, mean_of_means)
+    from helpers.checks.distributed import micro_batches
+    counts = [n_tokens(b[2]) for b in micro_batches()]
+    assert len(set(counts)) == 3 and f"{counts[0]}, {counts[1]} and {counts[2]}" in line
+
+
+@pytest.mark.parametrize("label, fn", wrong_functions(right_step_summed_losses),
+                         ids=lambda x: x if isinstance(x, str) else "")
+def test_accumulation_check_survives_wrong_returns(label, fn, capsys):
+    line = assert_survives(capsys, check_accumulation, fn)
+    if label in ("random", "negated", "zeros", "scaled by 1/8", "raises", "returns a string"):
+        assert not line.startswith(PASSED), line
+
+
+# --- Your turn 2: the worker, each mistake written out (each runs 2 processes) ----------------
+
+def right_worker(rank, world_size, steps):
+    torch.manual_seed(SEED)
+    model = new_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    for step in range(steps):
+        optimizer.zero_grad()
+        shard_loss(model, step, rank, world_size).backward()
+        for p in model.parameters():
+            dist.all_reduce(p.grad)
+            p.grad /= world_size
+        optimizer.step()
+    return model
+
+
+def divide_first_worker(rank, world_size, steps):
+    """Right too: divide, then sum, and one flat buffer for all the gradients."""
+    torch.manual_seed(SEED)
+    model = new_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    for step in range(steps):
+        optimizer.zero_grad()
+        shard_loss(model, step, rank, world_size).backward()
+        flat = torch.cat([p.grad.flatten() for p in model.parameters()]) / world_size
+        dist.all_reduce(flat)
+        offset = 0
+        for p in model.parameters():
+            p.grad.copy_(flat[offset: offset + p.numel()].view_as(p))
+            offset += p.numel()
+        optimizer.step()
+    return model
+
+
+def _worker_with(reduce, seed=lambda rank: SEED, before=False):
+    def worker(rank, world_size, steps):
+        torch.manual_seed(seed(rank))
+        model = new_model()
+        optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+        for step in range(steps):
+            optimizer.zero_grad()
+            if before:
+                reduce(model, world_size)
+            shard_loss(model, step, rank, world_size).backward()
+            if not before:
+                reduce(model, world_size)
+            optimizer.step()
+        return model
+    return worker
+
+
+def sum_only(model, world_size):
+    for p in model.parameters():
+        dist.all_reduce(p.grad)
+
+
+def divide_twice(model, world_size):
+    for p in model.parameters():
+        dist.all_reduce(p.grad)
+        p.grad /= world_size
+        p.grad /= world_size
+
+
+def reduce_weights(model, world_size):
+    for p in model.parameters():
+        dist.all_reduce(p.data)
+        p.data /= world_size
+
+
+def reduce_right(model, world_size):
+    for p in model.parameters():
+        dist.all_reduce(p.grad)
+        p.grad /= world_size
+
+
+def average_op(model, world_size):
+    for p in model.parameters():
+        dist.all_reduce(p.grad, op=dist.ReduceOp.AVG)
+
+
+def nothing(model, world_size):
+    pass
+
+
+def reduce_copies(model, world_size):
+    for p in model.parameters():
+        g = p.grad.clone()
+        dist.all_reduce(g)
+
+
+def raises_on_rank_1(rank, world_size, steps):
+    if rank == 1:
+        raise KeyError("only worker 1")
+    return right_worker(rank, world_size, steps)
+
+
+def returns_nothing(rank, world_size, steps):
+    right_worker(rank, world_size, steps)
+    return "done"
+
+
+def builds_no_model(rank, world_size, steps):
+    return torch.nn.Linear(2, 2)
+
+
+def unseeded(rank, world_size, steps):
+    torch.manual_seed(SEED + 1)
+    model = new_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    for step in range(steps):
+        optimizer.zero_grad()
+        shard_loss(model, step, rank, world_size).backward()
+        reduce_right(model, world_size)
+        optimizer.step()
+    return model
+
+
+def one_step_short(rank, world_size, steps):
+    return right_worker(rank, world_size, steps - 1)
+
+
+WORKER_CASES = [
+    (_worker_with(sum_only), "the sum over the workers, not the mean"),
+    (_worker_with(divide_twice), "divided by world_size twice"),
+    (_worker_with(reduce_weights), "You all-reduced the weights"),
+    (_worker_with(reduce_right, before=True), "a parameter's .grad is None until loss.backward()"),
+    (_worker_with(reduce_right, seed=lambda rank: rank), "started from different weights"),
+    (_worker_with(nothing), "No dist.all_reduce was called"),
+    (_worker_with(reduce_copies), "kept its own shard's gradient"),
+    (raises_on_rank_1, "KeyError: 'only worker 1'"),
+    (returns_nothing, "returned str"),
+    (builds_no_model, "built no model"),
+    (unseeded, "did not start from the weights of seed SEED"),
+    (one_step_short, "differ from one process on the whole batch"),
+]
+
+
+@pytest.mark.parametrize("fn", [right_worker, divide_first_worker])
+def test_worker_accepts_right_workers(fn, capsys):
+    line = printed(capsys, check_worker, fn)
+    assert line.startswith(PASSED) and "bit for bit" in line, line
+    assert distributed.leftover_workers() == []
+
+
+@pytest.mark.parametrize("fn, words", WORKER_CASES, ids=[w for _, w in WORKER_CASES])
+def test_worker_names_each_mistake(fn, words, capsys):
+    line = printed(capsys, check_worker, fn)
+    assert words in line, line
+    assert distributed.leftover_workers() == []
+
+
+def test_average_op_passes_where_gloo_has_it_and_is_named_where_not(capsys):
+    line = printed(capsys, check_worker, _worker_with(average_op))
+    assert line.startswith(PASSED) or "no ReduceOp.AVG" in line, line
+
+
+def test_reducing_before_backward_with_zeroed_gradients_is_named(capsys):
+    def worker(rank, world_size, steps):
+        torch.manual_seed(SEED)
+        model = new_model()
+        optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+        for step in range(steps):
+            optimizer.zero_grad(set_to_none=False) if step else None
+            if step:
+                reduce_right(model, world_size)
+            shard_loss(model, step, rank, world_size).backward()
+            if not step:
+                reduce_right(model, world_size)
+            optimizer.step()
+        return model
+    line = printed(capsys, check_worker, worker)
+    assert "before loss.backward()" in line or "different weights" in line or "the workers end" in line, line
+
+
+@pytest.mark.parametrize("answer", [None, ..., "my_worker", 3, lambda *a: None])
+def test_worker_check_without_a_function_starts_no_process(answer, capsys, monkeypatch):
+    monkeypatch.setattr(distributed, "launch", lambda *a, **k: pytest.fail("launched"))
+    assert_survives(capsys, check_worker, answer)
+
+
+# --- Check your understanding -------------------------------------------------------------------
+
+def test_micro_question(capsys):
+    assert printed(capsys, check_micro_question, 4).startswith(PASSED)
+    assert printed(capsys, check_micro_question, 4.0).startswith(PASSED)
+    assert "there are 2 workers" in printed(capsys, check_micro_question, 8)
+    assert "paper's case" in printed(capsys, check_micro_question, 1)
+    assert "12,500 tokens" in printed(capsys, check_micro_question, 2)
+    assert "Count the tokens" in printed(capsys, check_micro_question, 5)
+
+
+def test_seeds_question(capsys):
+    assert printed(capsys, check_seeds_question, "stays").startswith(PASSED)
+    assert printed(capsys, check_seeds_question, " Stays ").startswith(PASSED)
+    for wrong in ("identical", "grows", "shrinks"):
+        line = printed(capsys, check_seeds_question, wrong)
+        assert not line.startswith(PASSED) and "same" in line
+
+
+def test_ring_question(capsys):
+    right = 2 * 15 * 4 * 63_082_496 // 16
+    assert right == 473_118_720
+    assert printed(capsys, check_ring_question, right).startswith(PASSED)
+    gradient = 4 * 63_082_496
+    cases = {gradient: "the gradient itself", gradient * 15 / 16: "one of the two halves",
+             2 * gradient: "1.875 for 16 workers", 2 * 7 * gradient // 8: "the 8 workers of section 4",
+             gradient * 15: "each of the 15 others", right / 4: "counts numbers", right / 1e6: "megabytes",
+             right / 2 ** 20: "mebibytes", right + 1000: "exact number", 5: "Each worker sends"}
+    for value, words in cases.items():
+        assert words in printed(capsys, check_ring_question, value), value
+
+
+ODD = [None, ..., "4", "", True, -1, 0, 1e300, float("nan"), float("inf"), [4], (1, 2), {"a": 1},
+       torch.tensor([]), torch.tensor(1 + 2j), object()]
+
+
+def near(right, seed, count=20):
+    rng = random.Random(seed)
+    return [right + rng.choice([-1, 1]) * rng.randint(1, 10 ** rng.randint(0, 9)) for _ in range(count)]
+
+
+@pytest.mark.parametrize("value", ODD + near(4, 0) + [v for _, v in wrong_tensors(torch.tensor(4.0))])
+def test_micro_question_survives(value, capsys):
+    assert_survives(capsys, check_micro_question, value)
+
+
+RING_ODD = ODD + near(473_118_720, 1) + [v for _, v in wrong_tensors(torch.tensor(4.7e8))]
+
+
+@pytest.mark.parametrize("value", RING_ODD)
+def test_ring_question_survives(value, capsys):
+    assert_survives(capsys, check_ring_question, value)
+
+
+@pytest.mark.parametrize("value", ODD + ["stay", "identical, stays", "STAYS!"])
+def test_seeds_question_survives(value, capsys):
+    assert_survives(capsys, check_seeds_question, value)
