@@ -167,8 +167,8 @@ def site_intro(source):
     source = re.sub(r"Stuck on an exercise\?\s+Open the solution copy\.",
                     "This page is the solution copy, each answer folded: to run the notebook, open the "
                     "exercise copy with the buttons above.", source)
-    return re.sub(r"\(the\s+next\s+cell\s+downloads\s+the\s+course's\s+helpers\)",
-                  "(the notebook's first cell, its setup, downloads the course's helpers)", source)
+    return re.sub(r"\(the\s+next\s+cell\s+downloads\s+", "(the notebook's first cell, its setup, downloads ",
+                  source)
 
 
 def notebook_page(nb, stem):
