@@ -12,7 +12,8 @@
               .replace(/[{}]|\\[,;! ]/g, "");
   }
   function install() {
-    if (!window.Search || !Search.htmlToText || Search.htmlToText.course) return;
+    // searchtools.js declares Search with const: a global name, not a property of window
+    if (typeof Search === "undefined" || !Search.htmlToText || Search.htmlToText.course) return;
     var original = Search.htmlToText;
     Search.htmlToText = function (htmlString, anchor) {
       var doc = new DOMParser().parseFromString(htmlString, "text/html");
