@@ -320,7 +320,8 @@ def notation_page(solutions):
             where += f", [{name}]({s.notebook}.ipynb#{myst_anchor(heading)})"
         meaning = s.meaning.replace("|", "\\|")
         rows.append(f"| ${s.tex}$ | {meaning} | {value(s.base)} | {value(s.tiny)} | {where} |")
-    return "\n".join(rows) + "\n"
+    # in a box of its own, which a narrow screen shows as one card per symbol
+    return "\n".join(rows[:4]) + "\n" + fenced("container", "course-notation", "\n".join(rows[4:])) + "\n"
 
 
 def version():
