@@ -48,5 +48,6 @@ def test_odd_answers_get_one_line_that_is_not_the_checkers_failure(capsys):
     from tests.fuzz import assert_survives, wrong_tensors
     for _, wrong in wrong_tensors(torch.tensor([1.0, 4.0, 16.0])):
         assert not assert_survives(capsys, check_heads_task_question, wrong).startswith("Check passed")
-    for wrong in ({"later of two"}, ["later of two"], ("later of two",), b"later of two", "later of two, copy"):
+    for wrong in ({"later of two"}, ["later of two"], ("later of two",), b"later of two",
+                  "later of two, copy"):
         assert not assert_survives(capsys, check_heads_task_question, wrong).startswith("Check passed")

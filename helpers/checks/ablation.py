@@ -2,8 +2,9 @@
 
 from helpers.checks import checker, choice
 
-_ONE_SOURCE = ("Like the reversal, each output position needs one source letter only: ")
-_LOOK_FOR = " One head can make that single pattern sharp. Look for the task where one output needs two letters."
+_ONE_SOURCE = "Like the reversal, each output position needs one source letter only: "
+_LOOK_FOR = (" One head can make that single pattern sharp. Look for the task where one output needs "
+             "two letters.")
 
 
 @checker
