@@ -2,7 +2,8 @@
 
 Each row of ``ROWS`` changes one thing of notebook 05's tiny model (d_model 64, h 4, d_ff 256,
 2 + 2 layers, P_drop 0.1, ε_ls 0.1, sinusoidal positions): the number of heads at fixed d_model
-(row A), a smaller d_k (row B), no dropout or no label smoothing (row D), learned positions (E).
+(row A), a smaller d_k (row B), no dropout or no label smoothing (row D), learned positions (E),
+and two more starts of the learned table (E′, E″) that tell its initial scale from its content.
 ``run(row, seed)`` trains it once on a task that does not saturate — notebook 05's reversal with
 a fixed training set of ``SETTINGS["train_size"]`` sequences instead of fresh ones — and measures
 it on notebook 05's 500 test sequences: the exact match (greedy decoding) and the perplexity,
@@ -22,6 +23,7 @@ import torch
 from helpers import seed_all
 from helpers.decoding import TINY, exact_matches, greedy_decode
 from helpers.model import Transformer
+from helpers.positions import sinusoidal_positions
 from helpers.recipe import adam_with_warmup, average_weights, cross_entropy, smoothed_loss, train
 from helpers.reversal import PAD, VOCAB, batch
 
@@ -36,7 +38,14 @@ ROWS = {                                  # row name -> what it changes in BASE
     "B: d_k = 4": {"d_k": 4},
     "D: P_drop = 0": {"p_drop": 0.0},
     "D: eps_ls = 0": {"eps_ls": 0.0},
-    "E: learned positions": {"positions": "learned"},
+    "E: learned positions": {"positions": "learned"},                 # starts like E: std 1/√d_model
+    "E′: learned, sinusoid scale": {"positions": "learned, sinusoid scale"},  # same draw, × √(d_model/2)
+    "E″: learned, from sinusoids": {"positions": "learned, from sinusoids"},  # starts as the PE table
+}
+LEARNED = {        # a row's "positions" -> how the learned table starts (helpers.model draws it like E)
+    "learned": "random, std 1/√d_model (like E): each row's length about 1",
+    "learned, sinusoid scale": "the same random numbers × √(d_model/2): RMS 1/√2, as the sinusoids",
+    "learned, from sinusoids": "the sinusoids of notebook 01, then trained",
 }
 SETTINGS = {
     "train_size": 200,      # fixed training sequences (3 to 8 letters), none of them in the test set
@@ -88,10 +97,29 @@ def batches(groups, size, generator):
 
 
 def build(row):
-    """The tiny Transformer of a row (untrained)."""
+    """The tiny Transformer of a row (untrained). Every learned row draws the same random numbers
+    (helpers.model's table, std 1/√d_model); E′ only rescales them, E″ overwrites them."""
     c = config(row)
-    return Transformer(VOCAB, TINY["d"], c["h"], TINY["d_ff"], TINY["n_layers"], c["p_drop"],
-                       d_k=c["d_k"], positions=c["positions"])
+    learned = c["positions"] in LEARNED
+    model = Transformer(VOCAB, TINY["d"], c["h"], TINY["d_ff"], TINY["n_layers"], c["p_drop"],
+                        d_k=c["d_k"], positions="learned" if learned else c["positions"])
+    with torch.no_grad():
+        if c["positions"] == "learned, sinusoid scale":
+            model.pe.mul_(math.sqrt(model.d / 2))
+        elif c["positions"] == "learned, from sinusoids":
+            model.pe.copy_(sinusoidal_positions(*model.pe.shape))
+    return model
+
+
+def rms(table):
+    """Root mean square of a table's numbers: the typical size of one of them."""
+    return table.detach().pow(2).mean().sqrt().item()
+
+
+def scales(model, n=8):
+    """The typical size (RMS) of one number of the token signal √d_model · E and of the first n
+    rows of the position table (the positions the reversal uses: 8 source, 9 target)."""
+    return {"token_rms": rms(model.embedding.weight * math.sqrt(model.d)), "pe_rms": rms(model.pe[: n + 1])}
 
 
 def perplexity(model, src, tgt_in, tgt_out):
@@ -109,7 +137,8 @@ def exact_match(model, src, tgt_out):
 def run(row, seed, settings=SETTINGS, progress=False):
     """Train the row's model once (one thread) and measure it on the test set.
 
-    Returns {"exact_match", "perplexity", "seconds"} (seconds: training and evaluation)."""
+    Returns {"exact_match", "perplexity", "token_rms", "pe_rms", "seconds"}: the two measures, the
+    averaged model's ``scales`` and the seconds of training and evaluation."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -124,7 +153,8 @@ def run(row, seed, settings=SETTINGS, progress=False):
                         settings["every"], settings["keep"], progress)
         model.load_state_dict(average_weights(history["checkpoints"]))
         model.eval()
-        result = {"exact_match": exact_match(model, test[0], test[2]), "perplexity": perplexity(model, *test)}
+        result = {"exact_match": exact_match(model, test[0], test[2]), "perplexity": perplexity(model, *test),
+                  **scales(model)}
         return {**result, "seconds": time.perf_counter() - start}
     finally:
         torch.set_num_threads(threads)
@@ -155,10 +185,10 @@ def parameters(row):
 
 def table(results):
     """The table of ranges as text: one line per row, with its number of parameters."""
-    lines = [f"{'row':<22}{'params':>9}{'seeds':>7}{'exact match (min–max)':>24}{'perplexity (min–max)':>23}"]
+    lines = [f"{'row':<30}{'params':>9}{'seeds':>7}{'exact match (min–max)':>24}{'perplexity (min–max)':>23}"]
     for row, r in ranges(results).items():
         (em_lo, em_hi), (pp_lo, pp_hi) = r["exact_match"], r["perplexity"]
-        lines.append(f"{row:<22}{parameters(row):>9,}{r['seeds']:>7}{f'{em_lo:.1%} – {em_hi:.1%}':>24}"
+        lines.append(f"{row:<30}{parameters(row):>9,}{r['seeds']:>7}{f'{em_lo:.1%} – {em_hi:.1%}':>24}"
                      f"{f'{pp_lo:.3f} – {pp_hi:.3f}':>23}")
     return "\n".join(lines)
 

@@ -169,7 +169,33 @@ def test_every_row_changes_one_thing_of_the_base_and_builds():
         assert attn.h == c["h"] and attn.d_k == (c["d_k"] or 64 // c["h"]) and attn.d_v == 64 // c["h"]
         assert attn.h * attn.d_v == 64                                  # d_model / h is an integer
         assert model.dropout.p == c["p_drop"]
-        assert ("pe" in model.state_dict()) == (c["positions"] == "learned")
+        assert ("pe" in model.state_dict()) == (c["positions"] in ablation.LEARNED)
+
+
+def test_the_three_learned_rows_start_from_the_same_draw_and_differ_only_in_the_table():
+    """E′ is E's table times √(d_model/2), E″ the sinusoids; every other weight is E's."""
+    from helpers import seed_all
+    from helpers.positions import sinusoidal_positions
+    built = {}
+    for row in ("E: learned positions", "E′: learned, sinusoid scale", "E″: learned, from sinusoids", "base"):
+        seed_all(0)
+        built[row] = ablation.build(row)
+    e, e1, e2, base = built.values()
+    assert torch.allclose(e1.pe, e.pe * math.sqrt(32))
+    assert torch.equal(e2.pe.detach(), sinusoidal_positions(256, 64))
+    assert torch.equal(e2.pe.detach(), base.pe) and e2.pe.requires_grad and not base.pe.requires_grad
+    for model in (e1, e2):                  # the base draws no table, so its later weights differ
+        theirs = dict(model.named_parameters())
+        assert all(torch.equal(a, theirs[name]) for name, a in e.named_parameters() if name != "pe")
+    s, s1, s2, sb = (ablation.scales(m) for m in (e, e1, e2, base))
+    assert s["token_rms"] == s1["token_rms"] == s2["token_rms"] == sb["token_rms"]
+    assert s["token_rms"] / s["pe_rms"] > 8 and s1["pe_rms"] == pytest.approx(s["pe_rms"] * math.sqrt(32))
+    assert s2["pe_rms"] == pytest.approx(2 ** -0.5) == sb["pe_rms"]
+    assert ablation.parameters("E′: learned, sinusoid scale") == ablation.parameters("E: learned positions")
+
+
+def test_rms_by_hand():
+    assert ablation.rms(torch.tensor([3.0, -4.0])) == pytest.approx(math.sqrt(12.5))
 
 
 def test_training_set_is_fixed_unpadded_by_length_and_never_a_test_sequence():

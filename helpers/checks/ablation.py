@@ -1,24 +1,27 @@
-"""Checks for the tiny model's Table 3 (notebook 05): why one head beats four on the reversal."""
+"""Checks for the tiny model's Table 3 (notebook 05): where one head should lose its advantage."""
 
 from helpers.checks import checker, choice
 
+_ONE_SOURCE = "Like the reversal, each output position needs one source letter only: "
+_LOOK_FOR = (" One head can make that single pattern sharp. Look for the task where one output needs "
+             "two letters.")
+
 
 @checker
-def check_heads_question(answer_4):
-    """Why one head of d_k = 64 did better than four heads of d_k = 16 on the reversal task."""
+def check_heads_task_question(answer_4):
+    """Which task section 10's reason predicts to need several heads (the reversal needed one)."""
     return choice(
-        answer_4, "answer_4", "one pattern",
-        "Reversing needs one relation only: each position reads its mirror position. One head of "
-        "d_k = 64 can make that single pattern sharp; translation needs several relations at once "
-        "(which word agrees with which, which source word is being translated), and one head must "
-        "average them.",
+        answer_4, "answer_4", "later of two",
+        "Each output position needs two source letters at once, the one at its own position and the "
+        "one at its mirror position. One head has one softmax: it puts its weight on one of them, or "
+        "splits it and hands on a blend of both letters' values; two heads can each read one letter "
+        "sharply. That is the paper's case for several heads (§3.2.2): with one head, averaging "
+        "inhibits attending to two places at once.",
         {
-            "more parameters": "Count them: the table prints 234,304 for both rows. W_Q, W_K and W_V "
-                               "stack h · d_k = 64 rows whatever h is, so the heads share the same "
-                               "weights differently, not more of them.",
-            "less computation": "The matrix products are the same size: h · d_k = 64 columns in both; "
-                                "the paper chose h and d_k so that \"the total computational cost is "
-                                "similar to that of single-head attention\" (§3.2.2).",
-            "luck": "Each of the 5 seeds of one head wrote at least 98.4 % right, above the best of the "
-                    "5 base runs (95.6 %): the two ranges do not overlap.",
+            "copy": _ONE_SOURCE + "the letter at its own position, a diagonal instead of the reversal's "
+                                  "antidiagonal." + _LOOK_FOR,
+            "rotate": _ONE_SOURCE + "the letter one position further on (the last output reads the first "
+                                    "letter), a shifted diagonal." + _LOOK_FOR,
+            "every other": _ONE_SOURCE + "output 1 reads letter 1, output 2 letter 3, and so on: a fixed "
+                                         "order of the source positions, one per output." + _LOOK_FOR,
         })
