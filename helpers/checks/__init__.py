@@ -103,10 +103,10 @@ def _parts(obj, namespace):
         return [obj.func, *obj.args, *obj.keywords.values()]
     if isinstance(obj, types.MethodType):
         return [obj.__func__]
-    if isinstance(obj, (list, tuple)):
-        return list(obj)
+    if isinstance(obj, (list, tuple)):               # a short one: a long list holds data
+        return list(obj) if len(obj) <= 64 else []
     if isinstance(obj, dict):
-        return list(obj.values())
+        return list(obj.values()) if len(obj) <= 64 else []
     if not isinstance(obj, types.FunctionType):
         return []
     held = [*(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values()]
@@ -277,7 +277,8 @@ def call(fn, name, *args, no_grad=True, reference=(), instead="", **kwargs):
     kept = [_copy(a) for a in args]
     given_kw = {k: _copy(v) for k, v in kwargs.items()}
     module = _check_module()
-    if getattr(fn, "__module__", None) == getattr(module, "__name__", None):
+    if (getattr(fn, "__module__", None) == getattr(module, "__name__", None)
+            and getattr(module, getattr(fn, "__name__", ""), None) is not fn):
         module = None                                 # a wrapper the check itself wrote
     reference = [*reference, *_own_functions(module, [*args, *kwargs.values()])]
 

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import helpers.attention
+from helpers.layers import EncoderLayer
 from helpers.checks import Hint, Passed, call, checker, choice, close, number, shape, tensor
 
 D_MODEL, H, D_FF, N = 64, 4, 256, 7
@@ -597,6 +598,9 @@ def _attn(x, L):
     return L.self_attn(x, x, x, need_weights=False)[0]
 
 
+PRIVATE_SUBLAYERS = "L._sa_block or L._ff_block, nn.TransformerEncoderLayer's own sublayers"
+
+
 def _ffn(x, L, act=F.relu, bias1=True, bias2=True):
     hidden = act(F.linear(x, L.linear1.weight, L.linear1.bias if bias1 else None))
     return F.linear(hidden, L.linear2.weight, L.linear2.bias if bias2 else None)
@@ -705,7 +709,9 @@ def check_ffn(ffn=None):
         reference=lambda L: [(L.linear1, "forward", "L.linear1(...)"),
                              (L.linear2, "forward", "L.linear2(...)"),
                              (nn.Linear, "forward", "an nn.Linear layer"),
-                             (F, "linear", "F.linear")],
+                             (F, "linear", "F.linear"),
+                             (nn.TransformerEncoderLayer, "_ff_block", PRIVATE_SUBLAYERS),
+                             (EncoderLayer, "ffn", "helpers.layers.EncoderLayer.ffn")],
         instead="write the products yourself, x @ L.linear1.weight.T + L.linear1.bias, and the "
                 "same with L.linear2.")
 
@@ -771,7 +777,12 @@ def check_pre_norm(pre_norm_layer=None):
         errors=RELU_ERRORS + MHA_ERRORS + NORM_ERRORS,
         reference=lambda L: [(L, "forward", "L(x), the layer's own forward"),
                              (nn.TransformerEncoderLayer, "forward",
-                              "nn.TransformerEncoderLayer's forward")],
+                              "nn.TransformerEncoderLayer's forward"),
+                             (nn.TransformerEncoderLayer, "_sa_block", PRIVATE_SUBLAYERS),
+                             (nn.TransformerEncoderLayer, "_ff_block", PRIVATE_SUBLAYERS),
+                             (EncoderLayer, "forward", "the course's EncoderLayer (helpers.layers), "
+                                                       "equal to nn.TransformerEncoderLayer"),
+                             (EncoderLayer, "ffn", "helpers.layers.EncoderLayer.ffn")],
         instead="write the two sublayers yourself: x + attention of LayerNorm1(x), then the same "
                 "with the FFN and LayerNorm2.",
         tuple_hint="nn.MultiheadAttention returns (output, weights): take [0]")

@@ -87,6 +87,11 @@ def _as_three(out):
         if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
             raise Hint(f"{name} has dtype {t.dtype}: token ids are whole numbers (torch.long), which "
                        "the embedding needs.")
+        if t.dtype != torch.long:
+            raise Hint(f"{name} has dtype {t.dtype}: token ids must be torch.long (int64). The "
+                       "embedding takes indices of type long or int32 only (uint8 fails there), the "
+                       "loss (cross-entropy) targets of type long (int32 fails there): torch.long fits "
+                       "both. torch.tensor(rows) of Python ints gives it, or add dtype=torch.long.")
         if t.dim() != 2:
             raise Hint(f"{name} should have 2 axes (batch, positions), got shape {tuple(t.shape)}.")
         result.append(t.long())
@@ -255,19 +260,23 @@ def bleu_corpora():
 
 
 def _bleu_references():
+    """Everything that computes BLEU, or the part of it the exercise asks for: the course's
+    helpers.bleu (all but ngrams, the counting the exercise text gives) and sacrebleu's."""
     refs = [(course_bleu, "corpus_bleu", "helpers.bleu.corpus_bleu"),
             (course_bleu, "bleu_parts", "helpers.bleu.bleu_parts"),
             (course_bleu, "statistics", "helpers.bleu.statistics"),
+            (course_bleu, "brevity_penalty", "helpers.bleu.brevity_penalty"),
             (course_bleu, "sacrebleu_score", "helpers.bleu.sacrebleu_score")]
     try:
         import sacrebleu
         from sacrebleu.metrics import BLEU as SacreBLEU
     except ImportError:
         return refs
-    return refs + [(sacrebleu, "corpus_bleu", "sacrebleu.corpus_bleu"),
-                   (sacrebleu, "sentence_bleu", "sacrebleu.sentence_bleu"),
-                   (SacreBLEU, "corpus_score", "sacrebleu's BLEU().corpus_score"),
-                   (SacreBLEU, "sentence_score", "sacrebleu's BLEU().sentence_score")]
+    refs += [(sacrebleu, name, f"sacrebleu.{name}")
+             for name in ("corpus_bleu", "sentence_bleu", "raw_corpus_bleu") if hasattr(sacrebleu, name)]
+    return refs + [(SacreBLEU, name, f"sacrebleu's BLEU.{name}")
+                   for name in ("corpus_score", "sentence_score", "compute_bleu", "_compute_score_from_stats",
+                                "_extract_corpus_statistics", "_compute_f_score") if hasattr(SacreBLEU, name)]
 
 
 def _score(my_bleu, hyps, refs, what):
