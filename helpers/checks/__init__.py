@@ -123,7 +123,13 @@ def _parts(obj, namespace):
             code = codes.pop()
             names.update(code.co_names)
             codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
-        held += [namespace[n] for n in sorted(names) if n in namespace]
+        # A global bound to a reference itself is blocked when called (blocked() rebinds it), which
+        # names the first one called; here only what the call cannot see: partials, methods, the
+        # learner's own functions (their defaults and closures), short containers.
+        held += [value for n in sorted(names) if n in namespace
+                 for value in [namespace[n]] if not isinstance(value, (types.FunctionType,
+                                                                       types.BuiltinFunctionType))
+                 or getattr(value, "__globals__", None) is namespace]
     return held
 
 
