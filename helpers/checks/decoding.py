@@ -59,6 +59,8 @@ def _score_mistakes(probs, alpha=0.6):
            each(lambda t, m, lg: t / math.log(2) / length_penalty(m)))
     yield ("Check the sign: log-probabilities are negative, so the scores are negative too "
            "(the best is the one closest to 0).", each(lambda t, m, lg: -t / length_penalty(m)))
+    yield ("You used α = 1: the paper's α is 0.6, lp(Y) = ((5 + |Y|) / 6)^0.6.",
+           each(lambda t, m, lg: t / length_penalty(m, 1.0)))
 
 
 TOLERANCE = 6e-3   # scores worked out by hand to 2 decimals are right (the nearest mistake is 0.04 away)
@@ -100,7 +102,10 @@ def check_penalised_scores(scores, best):
                     "hypothesis 1 (\"d e b a c </s>\"), scores[1] to 2, scores[2] to 3.")
         ok = [i + 1 for i, (g, r) in enumerate(zip(got, right, strict=True)) if close(g, r, TOLERANCE)]
         if ok:
-            return (f"Hypothesis {ok[0]} is right, not all three: for each, add the natural logs of "
+            wrong = [i for i in (1, 2, 3) if i not in ok]
+            said = (f"Hypothesis {ok[0]} is right" if len(ok) == 1 else
+                    f"Hypotheses {' and '.join(map(str, ok))} are right")
+            return (f"{said}, not {' and '.join(map(str, wrong))}: for each, add the natural logs of "
                     "its token probabilities, then divide by ((5 + |Y|) / 6)^0.6 with |Y| its number "
                     "of tokens.")
         return ("Not yet: for each hypothesis add the natural logs of its token probabilities "
@@ -150,8 +155,9 @@ def _step_inputs(seed, batch=8, k=3, vocab=5):
 
 def _reference(log_p, lengths, finished, nlp, alpha, *, extend_finished=False, drop_finished=False,
                combine="add", lp="right", length_step=1, per_beam=False, only_first=False,
-               largest=True, penalty_per_token=False):
-    """One beam-search step, right by default, or with one mistake; returns (beam, token, log_p)."""
+               largest=True, penalty_per_token=False, copied_finished=False):
+    """One beam-search step, right by default, or with one mistake; returns (beam, token, log_p).
+    copied_finished: a finished beam stays with its log P under every token, not under PAD only."""
     batch, k, vocab = nlp.shape
     alive_next = lengths + length_step
     if combine == "add":
@@ -160,6 +166,8 @@ def _reference(log_p, lengths, finished, nlp, alpha, *, extend_finished=False, d
         extended = log_p[..., None] * nlp
     keep = torch.full_like(extended, float("-inf"))
     keep[..., PAD] = log_p
+    if copied_finished:
+        keep = log_p[..., None].expand_as(extended).clone()
     if extend_finished:
         total, length = extended, alive_next[..., None].expand_as(extended)
     else:
@@ -206,6 +214,9 @@ STEP_MISTAKES = [
      "a finished one keeps its length.", {"length_step": 0}),
     ("Finished hypotheses are missing: they stay in the running (once each, token PAD) and compete "
      "with the extended ones by their final score.", {"drop_finished": True}),
+    ("A finished beam is copied under every token: it stays once, under token PAD only (the other "
+     "tokens of a finished beam get -inf), or one finished answer fills several of the k places.",
+     {"copied_finished": True}),
     ("Only the first beam was extended: every alive beam gives vocab candidates.", {"only_first": True}),
     ("You kept the k worst candidates: take the largest scores (topk keeps the largest by default).",
      {"largest": False}),
