@@ -194,7 +194,8 @@ STATS = ("def counts(hyps, refs):\n"
      "def my_bleu(hyps, refs):\n    return sacrebleu.corpus_bleu([' '.join(h) for h in hyps], "
      "[[' '.join(g) for g in refs]], tokenize='none', smooth_method='none').score\n", "corpus_bleu"),
     ("import sacrebleu\n"
-     "def my_bleu(hyps, refs):\n    return sacrebleu.sentence_bleu(' '.join(hyps[0]), [' '.join(refs[0])]).score\n",
+     "def my_bleu(hyps, refs):\n"
+     "    return sacrebleu.sentence_bleu(' '.join(hyps[0]), [' '.join(refs[0])]).score\n",
      "sentence_bleu"),
     ("from helpers.bleu import brevity_penalty\n"
      "def my_bleu(hyps, refs):\n    m, t, c, r = counts(hyps, refs)\n"

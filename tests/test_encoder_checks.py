@@ -1089,7 +1089,8 @@ def test_issue_29_ffn_is_tested_on_a_width_no_function_can_guess(ffn, capsys):
 
 def test_issue_29_a_right_ffn_on_any_width_passes(capsys):
     passed, line = run(check_ffn, lambda x, L: L.linear2.weight @ torch.relu(
-        L.linear1.weight @ x.unsqueeze(-1) + L.linear1.bias[:, None]) + L.linear2.bias[:, None], capsys=capsys)
+        L.linear1.weight @ x.unsqueeze(-1) + L.linear1.bias[:, None]) + L.linear2.bias[:, None],
+        capsys=capsys)
     assert not passed       # (d_model, 1) columns left: the shape hint, not a crash
     passed, line = run(check_ffn, lambda x, L: torch.einsum(
         "...f,df->...d", torch.relu(torch.einsum("...d,fd->...f", x, L.linear1.weight) + L.linear1.bias),

@@ -676,6 +676,7 @@ def loss_over(rows_kept):
 def test_issue_29_a_mean_over_the_padding_rows_only_is_named(capsys):
     only_pad = printed(capsys, check_smoothed_loss, loss_over(lambda t, pad: t == pad))
     assert "over the padding rows only" in only_pad, only_pad
-    every = printed(capsys, check_smoothed_loss, loss_over(lambda t, pad: torch.ones_like(t, dtype=torch.bool)))
+    every = printed(capsys, check_smoothed_loss,
+                    loss_over(lambda t, pad: torch.ones_like(t, dtype=torch.bool)))
     assert "counts the padding rows" in every and "only" not in every.split(":")[0], every
     assert printed(capsys, check_smoothed_loss, loss_over(lambda t, pad: t != pad)).startswith(PASSED)

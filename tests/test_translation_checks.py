@@ -21,7 +21,7 @@ def bleu_with(mean="geometric", swap=False, totals_from_ref=False, orders=range(
         orders_ = list(orders)
         matches, totals = [0] * len(orders_), [0] * len(orders_)
         c = r = 0
-        for hyp, ref in zip(hypotheses, references):
+        for hyp, ref in zip(hypotheses, references, strict=True):
             c, r = c + len(hyp), r + len(ref)
             for i, n in enumerate(orders_):
                 h = Counter(tuple(hyp[j:j + n]) for j in range(len(hyp) - n + 1))
@@ -31,7 +31,7 @@ def bleu_with(mean="geometric", swap=False, totals_from_ref=False, orders=range(
         if min(totals) == 0 or min(matches) == 0:
             return 0.0
         bp = 1.0 if c > r else math.exp(1 - r / c)
-        p = [m / t for m, t in zip(matches, totals)]
+        p = [m / t for m, t in zip(matches, totals, strict=True)]
         if mean == "arithmetic":
             return 100 * bp * sum(p) / len(p)
         return 100 * bp * math.exp(sum(math.log(x) for x in p) / len(p))

@@ -493,7 +493,7 @@ def gpu_share(params, tokens, steps, gpus, flops_per_gpu, hours, flops_per_token
 
 @checker
 def check_gpu_share(answer=None):
-    """Question 4: the fraction of the GPUs' capacity that the run's arithmetic used (0.243)."""
+    """Question 4: the fraction of the GPUs' capacity that the run's arithmetic used."""
     value = number(answer, "answer_4")
     right = gpu_share(**Q4)
     if abs(value - right) <= 0.03 * right:

@@ -523,7 +523,7 @@ def _check_decoder_layer(fn):
 
 @checker
 def check_where_qkv_come_from(answer_1):
-    """Cross-attention: queries from the decoder, keys and values from the memory ("b")."""
+    """Question 1: where the cross-attention's queries, keys and values come from."""
     return choice(
         answer_1, "answer_1", "b",
         "Each decoder position asks its question (the query); the source answers through the "
@@ -558,7 +558,7 @@ CROSS_SHAPE_HINTS = {
 
 @checker
 def check_cross_weights_shape(answer_2):
-    """The cross-attention weights for 3 pairs, 6 targets, 5 sources, 4 heads: (3, 4, 6, 5)."""
+    """Question 2: the shape of the cross-attention weights for 3 pairs, 6 targets, 5 sources, 4 heads."""
     got = shape(answer_2, "answer_2")
     if got == (3, 4, 6, 5):
         return Passed("(batch, heads, target positions, source tokens): one row per query from the "
@@ -570,7 +570,7 @@ def check_cross_weights_shape(answer_2):
 
 @checker
 def check_decoder_masks(answer_3):
-    """The masks a decoder layer needs for this course's padded batches: {"a", "b"}."""
+    """Question 3: which masks a decoder layer needs for this course's padded batches."""
     return choices(
         answer_3, "answer_3", ["a", "b", "c", "d"], {"a", "b"},
         "The causal mask keeps each position from reading the token it must write; the source "

@@ -589,8 +589,7 @@ def check_cached_attention(fn):
 
 @checker
 def check_beam_one(answer_1):
-    """Question 1, asked before section 6 measures it: beam search with k = 1 and greedy decoding
-    always write the same answer ("a")."""
+    """Question 1, asked before section 6 measures it: beam search with k = 1 against greedy decoding."""
     return choice(
         answer_1, "answer_1", "a",
         "With one beam the candidates of a step all extend the same hypothesis, so they have the same "
@@ -606,7 +605,7 @@ def check_beam_one(answer_1):
 
 @checker
 def check_temperature_zero(answer_2):
-    """Question 2: sampling with the temperature T → 0 writes greedy decoding's answer ("a")."""
+    """Question 2: what sampling writes as the temperature T goes to 0."""
     return choice(
         answer_2, "answer_2", "a",
         "Dividing the logits by a tiny T stretches every gap between them, so the most likely token's "
@@ -624,8 +623,7 @@ def check_temperature_zero(answer_2):
 
 @checker
 def check_confident_greedy(answer_3):
-    """Question 3: greedy chose a token of probability 0.93 at each of 6 steps: beam 4 cannot change
-    it ("a")."""
+    """Question 3: greedy chose a token of probability 0.93 at each of 6 steps: can beam 4 change it?"""
     return choice(
         answer_3, "answer_3", "a",
         "Any other answer leaves greedy's path at some step with a token of probability at most 0.07, "
@@ -642,6 +640,9 @@ def check_confident_greedy(answer_3):
 # Question 4: the base model's decoder (N = 6 layers, h = 8 heads of d_k = 64, each head with its own
 # keys and values), one sequence, 100 target positions, float32.
 CACHE_BYTES = 2 * 6 * 8 * 64 * 100 * 4
+_CACHE_WHY = ("2 (keys and values) · 6 layers · 8 heads · 64 numbers · 100 positions · 4 bytes: "
+              f"about {CACHE_BYTES / 1e6:.1f} MB for one sequence, growing by {CACHE_BYTES // 100:,} bytes "
+              "per token.")
 
 
 def _cache_bytes_mistakes():
@@ -673,9 +674,8 @@ def _cache_bytes_mistakes():
 
 @checker
 def check_cache_bytes(answer_4):
-    """Bytes of the decoder's self-attention KV cache of the base model (N = 6, h = 8 heads of
-    d_k = 64) for one sequence of 100 target positions in float32: 2 · 6 · 8 · 64 · 100 · 4 =
-    2,457,600."""
+    """Question 4: the bytes of the decoder's self-attention KV cache of the base model for one sequence
+    of 100 target positions in float32."""
     if isinstance(answer_4, torch.Tensor) and answer_4.dtype == torch.float16 and bool(
             torch.isinf(answer_4).any()):
         return ("answer_4 overflowed float16, which holds numbers up to 65,504: write the answer as a "
@@ -683,8 +683,7 @@ def check_cache_bytes(answer_4):
     value = number(answer_4, "answer_4")
     right = CACHE_BYTES
     if close(value, right, 0.5):
-        return Passed("2 (keys and values) · 6 layers · 8 heads · 64 numbers · 100 positions · 4 bytes: "
-                      "about 2.5 MB for one sequence, growing by 24,576 bytes per token.")
+        return Passed(_CACHE_WHY)
     for wrong, hint in _cache_bytes_mistakes():
         if close(value, wrong, 0.5 if wrong > 100 else 1e-3):
             return hint

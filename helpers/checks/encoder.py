@@ -850,7 +850,7 @@ def check_pre_norm(pre_norm_layer=None):
 
 @checker
 def check_more_heads(answer_1=None):
-    """The paper's layer with h = 16: the feed-forward layer still holds more parameters."""
+    """Question 1: the paper's layer with h = 16: which part holds more parameters?"""
     return choice(
         answer_1, "answer_1", "feed-forward",
         "More heads only cut d_model into thinner heads (d_k = 512 / 16 = 32): W_Q, W_K, W_V and "
@@ -866,7 +866,7 @@ def check_more_heads(answer_1=None):
 
 @checker
 def check_per_position(answer_2=None):
-    """Changing token 1 moves token 3's layer output (attention) but not its FFN output."""
+    """Question 2: what changing token 1 does to token 3's layer output and FFN output."""
     return choice(
         answer_2, "answer_2", "layer only",
         "The FFN transforms each position on its own, so token 3's FFN output ignores token 1; "
@@ -897,13 +897,25 @@ HEAD_MATRIX_HINTS = {
 }
 
 
+# The answers of questions 3 and 4 live here, out of the checkers' own source (which ?? shows).
+_GPT2_SMALL = dict(d_model=768, h=12)
+_HEAD_MATRIX = (_GPT2_SMALL["d_model"], _GPT2_SMALL["d_model"] // _GPT2_SMALL["h"])
+_HEAD_MATRIX_WHY = (f"W^Q_i turns each token's {_HEAD_MATRIX[0]} numbers into the head's d_k = "
+                    f"{_HEAD_MATRIX[0]} / {_GPT2_SMALL['h']} = {_HEAD_MATRIX[1]}; the {_GPT2_SMALL['h']} "
+                    f"heads' matrices side by side make the full {_HEAD_MATRIX[0]} × {_HEAD_MATRIX[0]} W^Q.")
+_PATH_N, _PATH_WIDTH = 101, 5
+_PATH_LAYERS = (_PATH_N - 1) // ((_PATH_WIDTH - 1) // 2)
+_PATH_WHY = (f"Each layer reaches (k − 1) / 2 = {(_PATH_WIDTH - 1) // 2} positions further, and from token 1 "
+             f"to token {_PATH_N} there are {_PATH_N - 1} positions: {_PATH_N - 1} / "
+             f"{(_PATH_WIDTH - 1) // 2} = {_PATH_LAYERS} layers, where one self-attention layer suffices.")
+
+
 @checker
 def check_head_matrix(answer_3=None):
-    """One head's W^Q_i in GPT-2 small, paper's orientation: (768, 64)."""
+    """Question 3: the shape of one head's W^Q_i in GPT-2 small, in the paper's orientation."""
     got = shape(answer_3, "answer_3")
-    if got == (768, 64):
-        return Passed("W^Q_i turns each token's 768 numbers into the head's d_k = 768 / 12 = 64; "
-                      "the 12 heads' matrices side by side make the full 768 × 768 W^Q.")
+    if got == _HEAD_MATRIX:
+        return Passed(_HEAD_MATRIX_WHY)
     if got in HEAD_MATRIX_HINTS:
         return _sentence(HEAD_MATRIX_HINTS[got]) + "."
     return ("One head's W^Q_i turns each token's d_model numbers into d_k numbers: work out "
@@ -930,12 +942,11 @@ PATH_HINTS = {   # a wrong number of layers -> the idea it misses
 
 @checker
 def check_path_length(answer_4=None):
-    """Centred convolutions of width 5 on n = 101 tokens: 50 layers link the first and the last."""
+    """Question 4: how many layers of centred width-5 convolutions link the first and the last of
+    n = 101 tokens."""
     value = number(answer_4, "answer_4")
-    if value == 50:
-        return Passed("Each layer reaches (k − 1) / 2 = 2 positions further, and from token 1 to "
-                      "token 101 there are 100 positions: 100 / 2 = 50 layers, where one "
-                      "self-attention layer suffices.")
+    if value == _PATH_LAYERS:
+        return Passed(_PATH_WHY)
     if value != round(value):
         return ("A number of layers is a whole number: count the positions to cross (n − 1 = 100) "
                 "and how far one layer reaches (section 3).")

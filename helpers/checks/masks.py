@@ -605,7 +605,7 @@ def check_decoder_mask(fn):
 
 @checker
 def check_order_question(answer_1):
-    """Attention without positions: the same summary for the same words in another order ("a")."""
+    """Question 1: what attention without positions makes of the same words in another order."""
     return choice(
         answer_1, "answer_1", "a",
         "Each output depends only on the set of tokens a query reads: shuffling the tokens "
@@ -632,7 +632,7 @@ PADDING_SHAPE_HINTS = {
 
 @checker
 def check_padding_question(answer_2, shape_2):
-    """Padded without a mask, a short ticket's answer can change ("a"); the mask is (2, 120)."""
+    """Question 2: a short ticket padded without a mask, and the shape of src_key_padding_mask."""
     picked = choice(
         answer_2, "answer_2", "a", "",
         {"b": "The mean leaves out the padding *rows*, but inside attention every real token has "
@@ -656,7 +656,7 @@ def check_padding_question(answer_2, shape_2):
 
 @checker
 def check_router_question(answer_3):
-    """Router = encoder (padding mask), writer = decoder (causal + padding): "a"."""
+    """Question 3: which masks the router and the writer need."""
     return choice(
         answer_3, "answer_3", "a",
         "The router has the whole ticket at once, so every token may read every other (padding mask "
