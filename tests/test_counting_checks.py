@@ -336,3 +336,25 @@ def test_question_gpu_share_passes():
         assert said(check_gpu_share, answer).startswith("Check passed."), answer
     assert said(check_gpu_share, None).startswith("Not answered yet")
     assert round(share_right(), 3) == 0.243
+
+
+def test_issue_29_three_flops_per_parameter_is_named_with_the_halved_tokens():
+    """3 FLOPs per parameter per token and half the tokens give the same number: the hint names both."""
+    line = said(check_gpu_share, 3 * 350e6 * 100_000 * 20_000 / (30 * 3600 * 8 * 20e12))
+    assert "3 FLOPs per parameter per token" in line and "halved the tokens" in line, line
+    two = said(check_gpu_share, 2 * 350e6 * 100_000 * 20_000 / (30 * 3600 * 8 * 20e12))
+    assert "3 FLOPs" not in two and "forward pass only" in two, two
+
+
+def test_issue_29_a_dict_changed_in_place_is_named_as_a_dict():
+    def adds_a_key(config):
+        config["head_dim"] = config["hidden_size"] // config["num_attention_heads"]
+        return 134_515_008
+
+    def sets_a_value(config):
+        config["vocab_size"] = 0
+        return 1
+
+    for fn in (adds_a_key, sets_a_value):
+        line = said(check_modern_count, fn)
+        assert "changed the dict it was given" in line and "tensors" not in line, line

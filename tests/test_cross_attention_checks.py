@@ -598,3 +598,71 @@ def test_half_the_table_is_not_the_triangle(capsys):
     for neighbour in (28, 36, 56, 64):
         assert "diagonal stays visible" not in said(check_guided_shapes, SHAPES, neighbour, "cross",
                                                     capsys=capsys)
+
+
+# --- Issue 29: mistakes that were told a generic hint -------------------------------------------
+
+def layer_with(self_hidden=None, scale=None, stop_after=3, ffn_second=False, act=torch.relu):
+    """A decoder layer written out with einsum, with one thing changed."""
+    def layer(y, memory, src_pad, L):
+        n = y.shape[1]
+        hidden = causal_mask(n) if self_hidden is None else self_hidden(n)
+        d, h = y.shape[-1], L.self_attn.num_heads
+
+        def mha(q_in, kv_in, A, mask):
+            if scale is None:
+                return attend(q_in, kv_in, A, mask)
+            Wq, Wk, Wv = A.in_proj_weight.chunk(3)
+            bq, bk, bv = A.in_proj_bias.chunk(3)
+            q = (q_in @ Wq.T + bq).unflatten(-1, (h, d // h))
+            k = (kv_in @ Wk.T + bk).unflatten(-1, (h, d // h))
+            v = (kv_in @ Wv.T + bv).unflatten(-1, (h, d // h))
+            scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / scale(d, h)
+            scores = scores.masked_fill(mask, float("-inf"))
+            return A.out_proj(torch.einsum("bhqk,bkhd->bqhd", scores.softmax(-1), v).flatten(-2))
+
+        def feed(t):
+            return L.linear2(act(L.linear1(t)))
+
+        y = norm(y + mha(y, y, L.self_attn, hidden), L.norm1)
+        if ffn_second:
+            y = norm(y + feed(y), L.norm2)
+            return norm(y + mha(y, memory, L.multihead_attn, keys(src_pad)), L.norm3)
+        y = norm(y + mha(y, memory, L.multihead_attn, keys(src_pad)), L.norm2)
+        if stop_after == 2:
+            return y
+        return norm(y + feed(y), L.norm3)
+    return layer
+
+
+def sqrt_activation(t):
+    return torch.sqrt(t)                 # negative pre-activations give NaN
+
+
+NEW_04 = {
+    "transposed": (layer_with(self_hidden=lambda n: torch.tril(torch.ones(n, n, dtype=torch.bool), -1)),
+                   "causal mask is transposed"),
+    "d_model": (layer_with(scale=lambda d, h: math.sqrt(d)), "divided the scores by √d_model"),
+    "two sublayers": (layer_with(stop_after=2), "stops after two sublayers"),
+    "ffn first": (layer_with(ffn_second=True), "comes before the cross-attention"),
+    "sqrt": (layer_with(act=sqrt_activation), "made by sqrt of negative numbers, not by a mask"),
+}
+
+
+@pytest.mark.parametrize("key", list(NEW_04))
+def test_issue_29_decoder_layer_mistakes_are_named(key, capsys):
+    fn, words = NEW_04[key]
+    line = said(check_decoder_layer, fn, capsys=capsys)
+    assert words in line, line
+    assert all(other not in line for k, (_, other) in NEW_04.items() if k != key), line
+
+
+def test_issue_29_a_nan_from_a_mask_is_still_blamed_on_the_mask(capsys):
+    line = said(check_decoder_layer, layer_with(self_hidden=lambda n: torch.ones(n, n, dtype=torch.bool)),
+                capsys=capsys)
+    assert "every key hidden" in line and "sqrt" not in line, line
+
+
+def test_issue_29_the_layer_written_out_with_the_right_scale_passes(capsys):
+    line = said(check_decoder_layer, layer_with(scale=lambda d, h: math.sqrt(d // h)), capsys=capsys)
+    assert line.startswith("Check passed."), line

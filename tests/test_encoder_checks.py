@@ -989,3 +989,110 @@ def test_centred_width_5_convolutions_need_50_layers_for_101_tokens():
 def test_check_path_length_survives_odd_answers(capsys):
     for value in ODD_VALUES + [float("inf"), -50, 10 ** 30, 1e300]:
         assert_survives(capsys, check_path_length, value)
+
+
+# --- Issue 29: mistakes that were told a generic hint, and sizes a function cannot guess -------
+
+def attention_varied(x, W_Q, W_K, W_V, W_O, h, keys_with=None, values=None, dropout=0.0):
+    """Multi-head self-attention written out, with the keys' matrix, the values or dropout changed."""
+    b, n, d = x.shape
+    d_k = d // h
+
+    def heads(t):
+        return t.view(b, n, h, d_k).transpose(1, 2)
+
+    Q = heads(x @ W_Q)
+    K = heads(x @ (W_K if keys_with is None else keys_with))
+    V = heads(x @ W_V if values is None else values)
+    weights = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(d_k), dim=-1)
+    weights = F.dropout(weights, p=dropout) if dropout else weights
+    return (weights @ V).transpose(1, 2).reshape(b, n, d) @ W_O
+
+
+MHA_WORDS = {"dropout": "dropout is still on", "values": "your values are x itself",
+             "keys": "your keys are made with W_Q"}
+
+
+@pytest.mark.parametrize("fn, key", [
+    (lambda x, W_Q, W_K, W_V, W_O, h: attention_varied(x, W_Q, W_K, W_V, W_O, h, dropout=0.1), "dropout"),
+    (lambda x, W_Q, W_K, W_V, W_O, h: attention_varied(x, W_Q, W_K, W_V, W_O, h, values=x), "values"),
+    (lambda x, W_Q, W_K, W_V, W_O, h: attention_varied(x, W_Q, W_K, W_V, W_O, h, keys_with=W_Q), "keys"),
+])
+def test_issue_29_self_attention_mistakes_are_named(fn, key, capsys):
+    passed, line = run(check_self_attention, fn, capsys=capsys)
+    assert not passed and MHA_WORDS[key].lower() in line.lower(), line
+    assert all(words.lower() not in line.lower() for other, words in MHA_WORDS.items() if other != key), line
+
+
+def test_issue_29_self_attention_written_out_passes(capsys):
+    passed, line = run(check_self_attention, lambda *a: attention_varied(*a), capsys=capsys)
+    assert passed, line
+
+
+def ffn_of(act, bias1=True, bias2=True):
+    def ffn(t, L):
+        hidden = act(t @ L.linear1.weight.T + (L.linear1.bias if bias1 else 0))
+        return hidden @ L.linear2.weight.T + (L.linear2.bias if bias2 else 0)
+    return ffn
+
+
+def pre_norm_query_from_x(x, L):
+    y = norm(x, L.norm1)
+    x = x + L.self_attn(x, y, y, need_weights=False)[0]
+    return x + right_ffn(norm(x, L.norm2), L)
+
+
+def pre_norm_ffn_reads_the_input(x, L):
+    y = x + attn(norm(x, L.norm1), L)
+    return y + right_ffn(norm(x, L.norm2), L)
+
+
+def pre_norm_ffn_reads_the_first_norm(x, L):
+    z = norm(x, L.norm1)
+    y = x + attn(z, L)
+    return y + right_ffn(z, L)
+
+
+PRE_WORDS = {"gelu": "uses GELU", "b2": "second bias b_2", "query": "queries come from x itself",
+             "input": "LayerNorm2 of x as it came in", "first": "LayerNorm1(x), the first sublayer's input"}
+
+
+@pytest.mark.parametrize("layer, key", [
+    (lambda x, L: pre_norm(x, L, ffn=ffn_of(F.gelu)), "gelu"),
+    (lambda x, L: pre_norm(x, L, ffn=ffn_of(torch.relu, bias2=False)), "b2"),
+    (pre_norm_query_from_x, "query"),
+    (pre_norm_ffn_reads_the_input, "input"),
+    (pre_norm_ffn_reads_the_first_norm, "first"),
+])
+def test_issue_29_pre_norm_mistakes_are_named(layer, key, capsys):
+    passed, line = run(check_pre_norm, layer, capsys=capsys)
+    assert not passed and PRE_WORDS[key].lower() in line.lower(), line
+    assert all(words.lower() not in line.lower() for other, words in PRE_WORDS.items() if other != key), line
+
+
+def ffn_for_width_64(x, L):
+    b, n, _ = x.shape
+    flat = x.reshape(-1, 64)
+    return right_ffn(flat, L).reshape(b, n, 64)
+
+
+def ffn_with_d_ff_256(x, L):
+    hidden = torch.relu(x @ L.linear1.weight.T + L.linear1.bias).reshape(-1, 256)
+    return (hidden @ L.linear2.weight.T + L.linear2.bias).reshape(x.shape)
+
+
+@pytest.mark.parametrize("ffn", [ffn_for_width_64, ffn_with_d_ff_256])
+def test_issue_29_ffn_is_tested_on_a_width_no_function_can_guess(ffn, capsys):
+    passed, line = run(check_ffn, ffn, capsys=capsys)
+    assert not passed and "a layer of another width (d_model 24, d_ff 40)" in line, line
+
+
+def test_issue_29_a_right_ffn_on_any_width_passes(capsys):
+    passed, line = run(check_ffn, lambda x, L: L.linear2.weight @ torch.relu(
+        L.linear1.weight @ x.unsqueeze(-1) + L.linear1.bias[:, None]) + L.linear2.bias[:, None],
+        capsys=capsys)
+    assert not passed       # (d_model, 1) columns left: the shape hint, not a crash
+    passed, line = run(check_ffn, lambda x, L: torch.einsum(
+        "...f,df->...d", torch.relu(torch.einsum("...d,fd->...f", x, L.linear1.weight) + L.linear1.bias),
+        L.linear2.weight) + L.linear2.bias, capsys=capsys)
+    assert passed, line

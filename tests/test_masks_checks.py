@@ -633,3 +633,53 @@ def test_router_question(capsys):
         assert not passed and words in line, line
     passed, line = said(check_router_question, "encoder", capsys=capsys)
     assert not passed and "should be one of" in line
+
+
+# --- Issue 29 ---------------------------------------------------------------------------------------
+
+def shuffle_sorted(f, x, pi):
+    return torch.allclose(f(x[:, pi]).sort(dim=1).values, f(x).sort(dim=1).values, atol=1e-5)
+
+
+def shuffle_loose(tolerance):
+    def test(f, x, pi):
+        return torch.allclose(f(x[:, pi]), f(x)[:, pi], atol=tolerance)
+    return test
+
+
+ISSUE_29_SHUFFLE = {shuffle_sorted: "compares sorted outputs", shuffle_loose(1.0): "tolerance is too loose",
+                    shuffle_loose(0.1): "tolerance is too loose"}
+
+
+def test_issue_29_sorted_outputs_and_a_loose_tolerance_are_named(capsys):
+    words = [*SHUFFLE_HINTS.values(), *ISSUE_29_SHUFFLE.values()]
+    for fn, own in ISSUE_29_SHUFFLE.items():
+        passed, line = said(check_shuffle_test, fn, capsys=capsys)
+        assert not passed, line
+        names_only(line, own, words)
+    for fn, own in SHUFFLE_HINTS.items():          # the neighbours keep their own hints
+        _, line = said(check_shuffle_test, fn, capsys=capsys)
+        names_only(line, own, words)
+    passed, line = said(check_shuffle_test, shuffle_loose(1e-4), capsys=capsys)
+    assert passed, line
+
+
+def with_heads(heads):
+    def mask(ids, pad):
+        return right_with_triu(ids, pad).expand(-1, heads, -1, -1).contiguous()
+    return mask
+
+
+def test_issue_29_a_head_axis_of_any_size_but_1_is_named_precisely(capsys):
+    for heads in (4, 8):
+        passed, line = said(check_decoder_mask, with_heads(heads), capsys=capsys)
+        assert not passed and f"head axis of size {heads}" in line and "(batch, 1, n, n)" in line, line
+    passed, line = said(check_decoder_mask, with_heads(1), capsys=capsys)
+    assert passed, line
+
+
+def test_issue_29_the_large_negative_note_names_the_value_given(capsys):
+    _, line = said(check_decoder_mask, with_value(-1e4), capsys=capsys)
+    assert line.startswith("Check passed.") and "e^(-10000)" in line and "1e9" not in line, line
+    _, line = said(check_decoder_mask, with_value(-1e9), capsys=capsys)
+    assert "e^(-1e+09)" in line, line

@@ -661,3 +661,35 @@ def test_greedy_decode_survives_perturbed_outputs(small_model, capsys):
             not line.startswith(PASSED), label
     for _, model in wrong_tensors(torch.zeros(2, 3)):
         assert_survives(capsys, check_greedy_decode, decode, model)
+
+
+# --- Issue 29: hints that named the wrong mistake --------------------------------------------------
+
+def test_issue_29_a_logged_rate_grown_by_a_fixed_factor_is_not_called_rounded(capsys):
+    grown = printed(capsys, check_schedule, *RIGHT[:2], 1.01 * rate(250))
+    assert "1.01 × lr_250" in grown and "251/250" in grown, grown
+    assert "rounding" in grown and "without rounding" not in grown, grown
+    rounded = printed(capsys, check_schedule, RIGHT[0], 1.1e-03, RIGHT[2])   # lrate(3000) = 1.141e-03
+    assert "rounded to 2 significant digits" in rounded and "×" not in rounded, rounded
+    off = printed(capsys, check_schedule, RIGHT[0], 1.16e-03, RIGHT[2])      # neither rounded nor a step
+    assert "not a rounding" in off and "rounded to" not in off, off
+
+
+def loss_over(rows_kept):
+    """The smoothed loss written out, averaged over the rows rows_kept(target, pad) selects."""
+    def loss(logits, target, eps_ls, pad):
+        n = logits.shape[-1]
+        q = torch.full_like(logits, eps_ls / n)
+        q[torch.arange(len(target)), target] += 1 - eps_ls
+        per_row = -(q * logits.log_softmax(-1)).sum(-1)
+        return per_row[rows_kept(target, pad)].mean()
+    return loss
+
+
+def test_issue_29_a_mean_over_the_padding_rows_only_is_named(capsys):
+    only_pad = printed(capsys, check_smoothed_loss, loss_over(lambda t, pad: t == pad))
+    assert "over the padding rows only" in only_pad, only_pad
+    every = printed(capsys, check_smoothed_loss,
+                    loss_over(lambda t, pad: torch.ones_like(t, dtype=torch.bool)))
+    assert "counts the padding rows" in every and "only" not in every.split(":")[0], every
+    assert printed(capsys, check_smoothed_loss, loss_over(lambda t, pad: t != pad)).startswith(PASSED)

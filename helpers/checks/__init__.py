@@ -17,14 +17,20 @@ Conventions every checker follows (tested in ``tests/test_checks.py``):
   its inputs in place;
 - the reference a check compares with is not an answer: ``call(..., reference=...)``
   runs the learner's function with that reference made unusable, and names it when
-  the function calls it.
+  the function calls it, is it (assigned, ``my_f = f``), wraps it (``functools.partial``,
+  a bound method, the module itself) or holds it (a default argument, a closure cell, a
+  global name it reads). The functions of the check module itself (which build the right
+  answers) count as references too, except those the learner's function is handed.
 """
 
 import contextlib
 import dis
 import functools
+import inspect
 import io
 import math
+import sys
+import types
 import warnings
 
 import torch
@@ -64,9 +70,11 @@ def blocked(targets, namespace=None):
     try:
         for owner, attr, label in targets:
             original = getattr(owner, attr)
-            had = attr in getattr(owner, "__dict__", {})
+            own = getattr(owner, "__dict__", {})
+            had = attr in own
+            raw = own[attr] if had else original   # a staticmethod is restored as one
             setattr(owner, attr, refuse(label))
-            undo.append((owner, attr, original, had))
+            undo.append((owner, attr, raw, had))
             for name, value in list((namespace or {}).items()):
                 if value is original:
                     namespace[name] = refuse(label)
@@ -80,6 +88,114 @@ def blocked(targets, namespace=None):
                 setattr(owner, attr, original)
             else:
                 delattr(owner, attr)
+
+
+# --- Borrowed answers: a learner's function that is, wraps or holds a reference ---------------
+
+_DEPTH = 6   # how deep a partial of a partial, a closure in a closure, ... is followed
+
+
+def _parts(obj, namespace):
+    """What obj holds that runs when it runs: a partial's function and arguments, a bound
+    method's function, a function's defaults, closure cells, ``__wrapped__`` and the global
+    names its code reads (only for functions written where namespace is, the learner's)."""
+    if isinstance(obj, functools.partial):
+        return [obj.func, *obj.args, *obj.keywords.values()]
+    if isinstance(obj, types.MethodType):
+        return [obj.__func__]
+    if isinstance(obj, (list, tuple)):               # a short one: a long list holds data
+        return list(obj) if len(obj) <= 64 else []
+    if isinstance(obj, dict):
+        return list(obj.values()) if len(obj) <= 64 else []
+    if not isinstance(obj, types.FunctionType):
+        return []
+    held = [*(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values()]
+    for cell in obj.__closure__ or ():
+        try:
+            held.append(cell.cell_contents)
+        except ValueError:      # an empty cell (a name assigned later)
+            pass
+    if hasattr(obj, "__wrapped__"):
+        held.append(obj.__wrapped__)
+    if namespace is not None and obj.__globals__ is namespace:
+        codes, names = [obj.__code__], set()
+        while codes:
+            code = codes.pop()
+            names.update(code.co_names)
+            codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+        # A global bound to a reference itself is blocked when called (blocked() rebinds it), which
+        # names the first one called; here only what the call cannot see: partials, methods, the
+        # learner's own functions (their defaults and closures), short containers.
+        held += [value for n in sorted(names) if n in namespace
+                 for value in [namespace[n]] if not isinstance(value, (types.FunctionType,
+                                                                       types.BuiltinFunctionType))
+                 or getattr(value, "__globals__", None) is namespace]
+    return held
+
+
+def _walk(obj, namespace):
+    """obj and everything _parts reaches from it, to a depth of _DEPTH (each object once)."""
+    seen, todo = {}, [(obj, 0)]
+    while todo:
+        item, depth = todo.pop()
+        if id(item) in seen or depth > _DEPTH:
+            continue
+        seen[id(item)] = item
+        if isinstance(item, (types.ModuleType, type, str, bytes, int, float, torch.Tensor)):
+            continue
+        todo += [(part, depth + 1) for part in _parts(item, namespace)]
+    return seen.values()
+
+
+def _borrowed(fn, targets):
+    """The label of the reference fn is, wraps or holds (see :func:`call`), else None."""
+    wanted = {}
+    for owner, attr, label in targets:
+        value = getattr(owner, attr, None)
+        if value is None:
+            continue
+        wanted.setdefault(id(value), (value, label))
+        func = getattr(value, "__func__", None)           # a method taken from an instance
+        if func is not None:
+            wanted.setdefault(id(func), (func, label))
+        if attr == "forward" and not isinstance(owner, (type, types.ModuleType)):
+            wanted.setdefault(id(owner), (owner, label))   # the module instance itself
+    for item in _walk(fn, getattr(fn, "__globals__", None)):
+        hit = wanted.get(id(item))
+        if hit is not None and hit[0] is item:
+            return hit[1]
+        func = getattr(item, "__func__", None)
+        hit = wanted.get(id(func)) if func is not None else None
+        if hit is not None and hit[0] is func:
+            return hit[1]
+    return None
+
+
+def _check_module():
+    """The helpers.checks module whose code called call(), or None (a test calling it)."""
+    frame = inspect.currentframe()
+    while frame is not None:
+        name = frame.f_globals.get("__name__", "")
+        if name.startswith("helpers.checks.") and name != __name__:
+            return sys.modules.get(name)
+        frame = frame.f_back
+    return None
+
+
+def _own_functions(module, handed):
+    """(module, name, label) of the check module's own functions (they build its right answers
+    and its mistakes), except those the learner's function is handed (reachable from handed)."""
+    if module is None:
+        return []
+    given = {id(item) for arg in handed for item in _walk(arg, getattr(arg, "__globals__", None))}
+    for arg in handed:                                # the methods of an object handed over
+        if isinstance(arg, torch.nn.Module):
+            for item in vars(type(arg)).values():
+                given.update(id(x) for x in _walk(item, getattr(item, "__globals__", None)))
+    return [(module, name, f"{module.__name__}.{name}, the check's own computation")
+            for name, value in vars(module).items()
+            if isinstance(value, types.FunctionType) and value.__module__ == module.__name__
+            and id(value) not in given]
 
 
 def checker(fn):
@@ -121,8 +237,10 @@ def _copy(a):
     """A deep copy of tensors (also inside lists, tuples and dicts); anything else as it is."""
     if isinstance(a, torch.Tensor):
         return a.detach().clone()
-    if isinstance(a, (list, tuple)):
+    if isinstance(a, (list, tuple)) and type(a) in (list, tuple):
         return type(a)(_copy(v) for v in a)
+    if isinstance(a, tuple) and hasattr(a, "_fields"):       # a named tuple
+        return type(a)(*(_copy(v) for v in a))
     if isinstance(a, dict):
         return {k: _copy(v) for k, v in a.items()}
     return a
@@ -136,6 +254,8 @@ def _same(a, b):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (bool, int, float, str, type(None))):
+        return type(a) is type(b) and (a == b or a != a)      # a != a: NaN stays NaN
     return True
 
 
@@ -147,8 +267,11 @@ def call(fn, name, *args, no_grad=True, reference=(), instead="", **kwargs):
     names an untouched placeholder, a function that raises (with its error's first
     line), one that returns None (a forgotten ``return``) and one that changes a
     tensor argument in place. reference: the (owner, attribute, label) triples of what
-    the check compares with (see :func:`blocked`); a function that calls one of them is
-    told so, with instead (what to write instead).
+    the check compares with (see :func:`blocked`); a function that calls one of them, is
+    one (``my_f = f``), wraps one (``functools.partial``, a bound method, the module) or
+    holds one (a default argument, a closure cell, a global name its code reads) is told
+    so, with instead (what to write instead). The calling check module's own functions are
+    references too, except those reachable from the arguments the learner is handed.
     """
     short = name.split("(")[0]
     if not_answered(fn):
@@ -159,14 +282,26 @@ def call(fn, name, *args, no_grad=True, reference=(), instead="", **kwargs):
     given = [_copy(a) for a in args]
     kept = [_copy(a) for a in args]
     given_kw = {k: _copy(v) for k, v in kwargs.items()}
+    module = _check_module()
+    if (getattr(fn, "__module__", None) == getattr(module, "__name__", None)
+            and getattr(module, getattr(fn, "__name__", ""), None) is not fn):
+        module = None                                 # a wrapper the check itself wrote
+    reference = [*reference, *_own_functions(module, [*args, *kwargs.values()])]
+
+    def refused(label):
+        return Hint(f"{short} calls {label}, the very reference this check compares your answer "
+                    f"with, so it checks nothing: {instead or 'write the computation yourself.'}")
+
+    label = _borrowed(fn, reference)
+    if label is not None:
+        raise refused(label)
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
                 (torch.no_grad() if no_grad else contextlib.nullcontext()), \
                 blocked(reference, getattr(fn, "__globals__", None)):
             out = fn(*given, **given_kw)
     except _ReferenceCalled as e:
-        raise Hint(f"{short} calls {e.args[0]}, the very reference this check compares your answer "
-                   f"with, so it checks nothing: {instead or 'write the computation yourself.'}") from None
+        raise refused(e.args[0]) from None
     except NotImplementedError:
         raise Hint(f"Not answered yet: write the body of {short} and run its cell.") from None
     except Exception as e:  # the learner's code may fail in any way: say how, in one line
@@ -176,6 +311,14 @@ def call(fn, name, *args, no_grad=True, reference=(), instead="", **kwargs):
         raise Hint(f"{name} returned None: end it with `return` and the result.")
     for new, old, pos in zip(given, kept, range(len(args)), strict=True):
         if not _same(new, old):
+            if isinstance(old, dict):
+                raise Hint(f"{short} changed the dict it was given (argument number {pos + 1}: a key "
+                           "added, removed or set, e.g. config[...] = ... or config.pop(...)): read from "
+                           "it, or change a copy, dict(config); the caller's dict must stay as it was.")
+            if isinstance(old, (list, tuple)) and not any(isinstance(v, torch.Tensor) for v in old):
+                raise Hint(f"{short} changed the list it was given (argument number {pos + 1}: e.g. "
+                           ".append, .sort, .pop or x[i] = ...): build a new list, the caller's must stay "
+                           "as it was.")
             raise Hint(f"{short} changed its argument number {pos + 1} in place (e.g. x -= ..., "
                        "x[...] = ..., or a method ending in _): build new tensors instead, the caller's "
                        "inputs must stay as they were.")

@@ -493,7 +493,7 @@ def gpu_share(params, tokens, steps, gpus, flops_per_gpu, hours, flops_per_token
 
 @checker
 def check_gpu_share(answer=None):
-    """Question 4: the fraction of the GPUs' capacity that the run's arithmetic used (0.243)."""
+    """Question 4: the fraction of the GPUs' capacity that the run's arithmetic used."""
     value = number(answer, "answer_4")
     right = gpu_share(**Q4)
     if abs(value - right) <= 0.03 * right:
@@ -510,9 +510,11 @@ def check_gpu_share(answer=None):
               "pass, 4 more, so the rule of thumb is 6 (section 8's count on the tiny model)."),
         (two * 8, "two slips: 2 FLOPs per parameter per token is the forward pass only (training "
                   "costs 6), and the capacity counts all 8 GPUs."),
-        (right / 2, "you halved the tokens: in a decoder-only model every token passes through every "
-                    "parameter; section 8 halves them for the encoder–decoder only, where a source "
-                    "token meets only the encoder."),
+        (right / 2, "half the answer: either 3 FLOPs per parameter per token (training costs 6: 2 "
+                    "for the forward pass and 4 for the backward pass, section 8), or you halved the "
+                    "tokens (in a decoder-only model every token passes through every parameter; "
+                    "section 8 halves them for the encoder–decoder only, where a source token meets "
+                    "only the encoder)."),
         (1 / right, "upside down: divide the model's arithmetic (the rule of thumb) by the GPUs' "
                     "capacity, which is larger."),
         (right * 100, "that is a percentage: give the fraction, a number between 0 and 1."),

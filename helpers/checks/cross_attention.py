@@ -194,14 +194,15 @@ def _truth(layer, y, memory, src_pad):
                    memory_key_padding_mask=src_pad)
 
 
-def _attend(q_in, kv_in, attn, hidden=None):
-    """Multi-head attention with the weights of attn (float64); hidden: True = -inf in the scores."""
+def _attend(q_in, kv_in, attn, hidden=None, scale="d_k"):
+    """Multi-head attention with the weights of attn (float64); hidden: True = -inf in the scores;
+    scale: the scores divided by √d_k (right) or √d_model."""
     b, n_q, d = q_in.shape
     h = attn.num_heads
     w, bias = attn.in_proj_weight.double(), attn.in_proj_bias.double()
     q, k, v = (t.view(b, -1, h, d // h).transpose(1, 2) for t in (
         q_in @ w[:d].T + bias[:d], kv_in @ w[d:2 * d].T + bias[d:2 * d], kv_in @ w[2 * d:].T + bias[2 * d:]))
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d // h)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d // h if scale == "d_k" else d)
     if hidden is not None:
         scores = scores.masked_fill(hidden, float("-inf"))
     heads = (torch.softmax(scores, dim=-1) @ v).transpose(1, 2).reshape(b, n_q, d)
@@ -215,8 +216,10 @@ def _norm(x, norm):
 
 def _layer(y, memory, src_pad, L, self_hidden="causal", cross_hidden="keys", cross_from="memory",
            queries_from="y", wiring=("post", "post", "post"), norms=(1, 2, 3), activation="relu",
-           attns=("self_attn", "multihead_attn")):
-    """The decoder layer with one mistake or another; float64. None when the mistake cannot run."""
+           attns=("self_attn", "multihead_attn"), scale="d_k", order=(0, 1, 2)):
+    """The decoder layer with one mistake or another; float64. None when the mistake cannot run.
+    order: which sublayers run, in which order (0 self-attention, 1 cross-attention, 2 FFN);
+    norms and wiring go with the places, in order."""
     y, memory = y.double(), memory.double()
     y_in = y
     n_t, n_s = y.shape[1], memory.shape[1]
@@ -224,23 +227,25 @@ def _layer(y, memory, src_pad, L, self_hidden="causal", cross_hidden="keys", cro
     keys, rows = src_pad[:, None, None, :], src_pad[:, None, :, None]
     masks = {"causal": causal_mask(n_t), None: None, "keys": keys, "inverted": ~keys,
              "causal+keys": nt_by_ns | keys, "cross causal": nt_by_ns, "rows": rows,
-             "inverted causal": ~causal_mask(n_t),
+             "inverted causal": ~causal_mask(n_t), "transposed causal": causal_mask(n_t).T,
              "diagonal": torch.ones(n_t, n_t, dtype=torch.bool).triu()}
     norm = [getattr(L, f"norm{i}") for i in norms]
     self_attn, cross_attn = (getattr(L, name) for name in attns)
 
     def cross(x):
         queries = {"memory": memory, "input": y_in}.get(queries_from, x)
-        return _attend(queries, memory if cross_from == "memory" else x, cross_attn, masks[cross_hidden])
+        return _attend(queries, memory if cross_from == "memory" else x, cross_attn, masks[cross_hidden],
+                       scale)
 
     def ffn(x):
         hidden = x @ L.linear1.weight.double().T + L.linear1.bias.double()
         hidden = {"relu": torch.relu, "gelu": F.gelu, None: lambda t: t}[activation](hidden)
         return hidden @ L.linear2.weight.double().T + L.linear2.bias.double()
 
-    sublayers = [lambda x: _attend(x, x, self_attn, masks[self_hidden]), cross, ffn]
+    sublayers = [lambda x: _attend(x, x, self_attn, masks[self_hidden], scale), cross, ffn]
+    sublayers = [sublayers[i] for i in order]
     try:
-        for sub, n, how in zip(sublayers, norm, wiring, strict=True):
+        for sub, n, how in zip(sublayers, norm[:len(order)], wiring[:len(order)], strict=True):
             if how == "post":
                 y = _norm(y + sub(y), n)
             elif how == "pre":
@@ -286,6 +291,17 @@ def _layer_mistakes():
     yield ("Your causal mask hides the diagonal too: each position may read itself, so only the cells "
            "above the diagonal are hidden, triu(1) as in causal_mask(n); the first position is left "
            "with nothing to read (hence NaN) (section 1).", {"self_hidden": "diagonal"})
+    yield ("Your causal mask is transposed: it hides the past (the cells below the diagonal) and lets "
+           "each position read the future. causal_mask(n) is True above the diagonal, triu(1): key j is "
+           "hidden from query i when j > i (section 1).", {"self_hidden": "transposed causal"})
+    yield ("You divided the scores by √d_model: each head's dot product adds d_k = d_model / h "
+           "products, so divide by √d_k (notebook 03, section 2).", {"scale": "d_model"})
+    yield ("Your layer stops after two sublayers: the feed-forward sublayer follows the "
+           "cross-attention, y = norm3(y + FFN(y)).", {"order": (0, 1)})
+    ffn_first = ("The feed-forward layer comes before the cross-attention in your layer: the order is "
+                 "masked self-attention, cross-attention, then the FFN, each with add & norm.")
+    yield ffn_first, {"order": (0, 2, 1)}
+    yield ffn_first, {"order": (0, 2, 1), "norms": (1, 3, 2)}
     yield ("The cross-attention's queries come from the output of the first sublayer (y after "
            "norm1), not from the layer's input: each sublayer reads what the one before it made.",
            {"queries_from": "input"})
@@ -377,6 +393,53 @@ def _diagnose_square(fn):
     return None if _matches(got, want) else _diagnose(got, wrong)
 
 
+class _FirstNaN(torch.overrides.TorchFunctionMode):
+    """While active, notes the first torch operation that turned numbers without NaN into NaN.
+    (It runs inside the learner's call, where this module's functions are blocked: it uses none.)"""
+
+    def __init__(self):
+        super().__init__()
+        self.op = None
+
+    @staticmethod
+    def has_nan(t):
+        if isinstance(t, (tuple, list)):
+            return any(_FirstNaN.has_nan(x) for x in t)
+        return isinstance(t, torch.Tensor) and t.is_floating_point() and bool(torch.isnan(t).any())
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if self.op is None and self.has_nan(out) and not any(
+                self.has_nan(a) for a in [*args, *(kwargs or {}).values()]):
+            self.op = getattr(func, "__name__", str(func)).strip("_")
+        return out
+
+
+ROOTS = ("sqrt", "rsqrt", "pow", "rpow", "log", "log2", "log10", "log1p")
+
+
+def _nan_hint(fn, L, y, memory, src_pad):
+    """The hint for an output with NaN, from the operation that first made one."""
+    mode = _FirstNaN()
+    try:
+        with mode:
+            _run(fn, L, y, memory, src_pad)
+    except Hint:
+        pass
+    op = mode.op or ""
+    if "softmax" in op:
+        return ("Your output contains NaN: some query has every key hidden (a softmax over only "
+                "-inf). Check which positions each mask hides.")
+    if op in ROOTS:
+        return (f"Your output contains NaN, made by {op} of negative numbers, not by a mask: this "
+                "layer's one square root is LayerNorm's √(σ² + ε), whose σ² (the mean of the squared "
+                "deviations) is never negative, and the FFN's activation is ReLU, max(0, ·): no root, "
+                "no log.")
+    made = f", first made by {op}" if op else ""
+    return (f"Your output contains NaN{made}: 0/0, inf − inf or 0 · inf somewhere (a softmax over only "
+            "-inf gives it too); check each step's numbers on a small batch.")
+
+
 class _OneThread:
     """Tiny tensors: one thread is fastest, and far faster when the cores are shared."""
 
@@ -444,8 +507,7 @@ def _check_decoder_layer(fn):
                     "dropout is still on (F.dropout drops numbers unless you pass training=False). "
                     "The exercise is the layer in evaluation mode: leave dropout out.")
         if torch.isnan(got).any():
-            return ("Your output contains NaN: some query has every key hidden (a softmax over only "
-                    "-inf). Check which positions each mask hides.")
+            return _nan_hint(fn, L, y, memory, src_pad)
         if torch.isinf(got).any():
             return ("Your output contains inf: -inf belongs in the scores only, before the softmax; "
                     "check where your masks are applied.")
@@ -461,7 +523,7 @@ def _check_decoder_layer(fn):
 
 @checker
 def check_where_qkv_come_from(answer_1):
-    """Cross-attention: queries from the decoder, keys and values from the memory ("b")."""
+    """Question 1: where the cross-attention's queries, keys and values come from."""
     return choice(
         answer_1, "answer_1", "b",
         "Each decoder position asks its question (the query); the source answers through the "
@@ -496,7 +558,7 @@ CROSS_SHAPE_HINTS = {
 
 @checker
 def check_cross_weights_shape(answer_2):
-    """The cross-attention weights for 3 pairs, 6 targets, 5 sources, 4 heads: (3, 4, 6, 5)."""
+    """Question 2: the shape of the cross-attention weights for 3 pairs, 6 targets, 5 sources, 4 heads."""
     got = shape(answer_2, "answer_2")
     if got == (3, 4, 6, 5):
         return Passed("(batch, heads, target positions, source tokens): one row per query from the "
@@ -508,7 +570,7 @@ def check_cross_weights_shape(answer_2):
 
 @checker
 def check_decoder_masks(answer_3):
-    """The masks a decoder layer needs for this course's padded batches: {"a", "b"}."""
+    """Question 3: which masks a decoder layer needs for this course's padded batches."""
     return choices(
         answer_3, "answer_3", ["a", "b", "c", "d"], {"a", "b"},
         "The causal mask keeps each position from reading the token it must write; the source "

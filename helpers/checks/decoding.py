@@ -59,6 +59,8 @@ def _score_mistakes(probs, alpha=0.6):
            each(lambda t, m, lg: t / math.log(2) / length_penalty(m)))
     yield ("Check the sign: log-probabilities are negative, so the scores are negative too "
            "(the best is the one closest to 0).", each(lambda t, m, lg: -t / length_penalty(m)))
+    yield ("You used α = 1: the paper's α is 0.6, lp(Y) = ((5 + |Y|) / 6)^0.6.",
+           each(lambda t, m, lg: t / length_penalty(m, 1.0)))
 
 
 TOLERANCE = 6e-3   # scores worked out by hand to 2 decimals are right (the nearest mistake is 0.04 away)
@@ -100,7 +102,10 @@ def check_penalised_scores(scores, best):
                     "hypothesis 1 (\"d e b a c </s>\"), scores[1] to 2, scores[2] to 3.")
         ok = [i + 1 for i, (g, r) in enumerate(zip(got, right, strict=True)) if close(g, r, TOLERANCE)]
         if ok:
-            return (f"Hypothesis {ok[0]} is right, not all three: for each, add the natural logs of "
+            wrong = [i for i in (1, 2, 3) if i not in ok]
+            said = (f"Hypothesis {ok[0]} is right" if len(ok) == 1 else
+                    f"Hypotheses {' and '.join(map(str, ok))} are right")
+            return (f"{said}, not {' and '.join(map(str, wrong))}: for each, add the natural logs of "
                     "its token probabilities, then divide by ((5 + |Y|) / 6)^0.6 with |Y| its number "
                     "of tokens.")
         return ("Not yet: for each hypothesis add the natural logs of its token probabilities "
@@ -150,8 +155,9 @@ def _step_inputs(seed, batch=8, k=3, vocab=5):
 
 def _reference(log_p, lengths, finished, nlp, alpha, *, extend_finished=False, drop_finished=False,
                combine="add", lp="right", length_step=1, per_beam=False, only_first=False,
-               largest=True, penalty_per_token=False):
-    """One beam-search step, right by default, or with one mistake; returns (beam, token, log_p)."""
+               largest=True, penalty_per_token=False, copied_finished=False):
+    """One beam-search step, right by default, or with one mistake; returns (beam, token, log_p).
+    copied_finished: a finished beam stays with its log P under every token, not under PAD only."""
     batch, k, vocab = nlp.shape
     alive_next = lengths + length_step
     if combine == "add":
@@ -160,6 +166,8 @@ def _reference(log_p, lengths, finished, nlp, alpha, *, extend_finished=False, d
         extended = log_p[..., None] * nlp
     keep = torch.full_like(extended, float("-inf"))
     keep[..., PAD] = log_p
+    if copied_finished:
+        keep = log_p[..., None].expand_as(extended).clone()
     if extend_finished:
         total, length = extended, alive_next[..., None].expand_as(extended)
     else:
@@ -206,6 +214,9 @@ STEP_MISTAKES = [
      "a finished one keeps its length.", {"length_step": 0}),
     ("Finished hypotheses are missing: they stay in the running (once each, token PAD) and compete "
      "with the extended ones by their final score.", {"drop_finished": True}),
+    ("A finished beam is copied under every token: it stays once, under token PAD only (the other "
+     "tokens of a finished beam get -inf), or one finished answer fills several of the k places.",
+     {"copied_finished": True}),
     ("Only the first beam was extended: every alive beam gives vocab candidates.", {"only_first": True}),
     ("You kept the k worst candidates: take the largest scores (topk keeps the largest by default).",
      {"largest": False}),
@@ -578,8 +589,7 @@ def check_cached_attention(fn):
 
 @checker
 def check_beam_one(answer_1):
-    """Question 1, asked before section 6 measures it: beam search with k = 1 and greedy decoding
-    always write the same answer ("a")."""
+    """Question 1, asked before section 6 measures it: beam search with k = 1 against greedy decoding."""
     return choice(
         answer_1, "answer_1", "a",
         "With one beam the candidates of a step all extend the same hypothesis, so they have the same "
@@ -595,7 +605,7 @@ def check_beam_one(answer_1):
 
 @checker
 def check_temperature_zero(answer_2):
-    """Question 2: sampling with the temperature T → 0 writes greedy decoding's answer ("a")."""
+    """Question 2: what sampling writes as the temperature T goes to 0."""
     return choice(
         answer_2, "answer_2", "a",
         "Dividing the logits by a tiny T stretches every gap between them, so the most likely token's "
@@ -613,8 +623,7 @@ def check_temperature_zero(answer_2):
 
 @checker
 def check_confident_greedy(answer_3):
-    """Question 3: greedy chose a token of probability 0.93 at each of 6 steps: beam 4 cannot change
-    it ("a")."""
+    """Question 3: greedy chose a token of probability 0.93 at each of 6 steps: can beam 4 change it?"""
     return choice(
         answer_3, "answer_3", "a",
         "Any other answer leaves greedy's path at some step with a token of probability at most 0.07, "
@@ -631,6 +640,9 @@ def check_confident_greedy(answer_3):
 # Question 4: the base model's decoder (N = 6 layers, h = 8 heads of d_k = 64, each head with its own
 # keys and values), one sequence, 100 target positions, float32.
 CACHE_BYTES = 2 * 6 * 8 * 64 * 100 * 4
+_CACHE_WHY = ("2 (keys and values) · 6 layers · 8 heads · 64 numbers · 100 positions · 4 bytes: "
+              f"about {CACHE_BYTES / 1e6:.1f} MB for one sequence, growing by {CACHE_BYTES // 100:,} bytes "
+              "per token.")
 
 
 def _cache_bytes_mistakes():
@@ -662,9 +674,8 @@ def _cache_bytes_mistakes():
 
 @checker
 def check_cache_bytes(answer_4):
-    """Bytes of the decoder's self-attention KV cache of the base model (N = 6, h = 8 heads of
-    d_k = 64) for one sequence of 100 target positions in float32: 2 · 6 · 8 · 64 · 100 · 4 =
-    2,457,600."""
+    """Question 4: the bytes of the decoder's self-attention KV cache of the base model for one sequence
+    of 100 target positions in float32."""
     if isinstance(answer_4, torch.Tensor) and answer_4.dtype == torch.float16 and bool(
             torch.isinf(answer_4).any()):
         return ("answer_4 overflowed float16, which holds numbers up to 65,504: write the answer as a "
@@ -672,8 +683,7 @@ def check_cache_bytes(answer_4):
     value = number(answer_4, "answer_4")
     right = CACHE_BYTES
     if close(value, right, 0.5):
-        return Passed("2 (keys and values) · 6 layers · 8 heads · 64 numbers · 100 positions · 4 bytes: "
-                      "about 2.5 MB for one sequence, growing by 24,576 bytes per token.")
+        return Passed(_CACHE_WHY)
     for wrong, hint in _cache_bytes_mistakes():
         if close(value, wrong, 0.5 if wrong > 100 else 1e-3):
             return hint

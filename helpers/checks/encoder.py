@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import helpers.attention
+from helpers.layers import EncoderLayer
 from helpers.checks import Hint, Passed, call, checker, choice, close, number, shape, tensor
 
 D_MODEL, H, D_FF, N = 64, 4, 256, 7
@@ -347,11 +348,14 @@ def _merge(t, how):
 
 
 def _self_attention(x, W_Q, W_K, W_V, W_O, h, split="right", merge="right", scale="d_k",
-                    dim=-1, swap=False, softmax=True, w_o=True, transposed="", scale_after=False):
-    """Multi-head self-attention, or what one (or two) usual mistakes make of it."""
+                    dim=-1, swap=False, softmax=True, w_o=True, transposed="", scale_after=False,
+                    weights_for="QKV"):
+    """Multi-head self-attention, or what one (or two) usual mistakes make of it.
+    weights_for: the matrix each of Q, K, V is made with ("QQV": W_Q for the keys too;
+    "x" in a place: that one is x itself, no matrix)."""
     W = {"Q": W_Q, "K": W_K, "V": W_V, "O": W_O}
     W = {name: (w.T if name in transposed else w) for name, w in W.items()}
-    q, k, v = (_split(x @ W[name], h, split) for name in "QKV")
+    q, k, v = (_split(x if which == "x" else x @ W[which], h, split) for which in weights_for)
     d_model = x.shape[-1]
     d_k = d_model // h
     divide = {"d_k": math.sqrt(d_k), "d_model": math.sqrt(d_model), "none": 1.0, "d_k, no root": d_k}
@@ -409,6 +413,17 @@ SA_MISTAKES = [
     ({"transposed": "O"}, TRANSPOSED_HINT),
     ({"split": "one head"}, ONE_HEAD_HINT),
     ({"split": "one head", "scale": "d_model"}, ONE_HEAD_HINT),
+    ({"weights_for": "QKx"},
+     "your values are x itself: V = x @ W_V, made with its own matrix like Q and K, then split "
+     "into heads."),
+    ({"weights_for": "QQV"},
+     "your keys are made with W_Q: K = x @ W_K (each of Q, K and V has its own matrix; with W_Q "
+     "for both, every token's key equals its query)."),
+    ({"weights_for": "KKV"},
+     "your queries are made with W_K: Q = x @ W_Q (each of Q, K and V has its own matrix)."),
+    ({"weights_for": "QVK"},
+     "K and V are swapped: the keys are x @ W_K (compared with the queries), the values x @ W_V "
+     "(averaged with the weights)."),
 ]
 
 
@@ -472,6 +487,12 @@ def check_self_attention(my_self_attention=None):
                             for kw, hint in SA_MISTAKES])
         if hint:
             return hint
+        again = _sa_output(_run(my_self_attention, SA_NAME, *args, errors=SLIP_ERRORS + VIEW_ERRORS,
+                                reference=SA_REFERENCE, instead=SA_INSTEAD), args, expected)
+        if not close(out, again, 1e-6):
+            return ("my_self_attention gives another result each time it runs on the same x: dropout "
+                    "is still on (F.dropout drops numbers unless you pass training=False). The "
+                    "exercise is attention in evaluation mode: leave dropout out.")
         if i:
             _, b, n, d_model, h = SA_CASES[0]
             return (f"Right on the first batch (x of shape {(b, n, d_model)}, h = {h}) but not on "
@@ -577,24 +598,29 @@ def check_shapes(weights_shape=None, hidden_shape=None, memory_shape=None):
 
 # --- The test layers of the feed-forward and pre-norm checks ---------------------------------
 
-LAYER_CASES = ((2017, 2, N), (2018, 3, 5))   # seed, batch, tokens
+# seed, batch, tokens (and d_model, h, d_ff): the notebook's sizes, another batch, and a layer of
+# another width whose sizes a function cannot guess (d_model 24, d_ff 40, 5 sequences of 3 tokens)
+LAYER_CASES = ((2017, 2, N), (2018, 3, 5), (2019, 5, 3, 24, 4, 40))
 
 
-def _test_layer(norm_first, seed, b, n):
+def _test_layer(norm_first, seed, b, n, d_model=D_MODEL, h=H, d_ff=D_FF):
     """A seeded layer with every parameter moved off its initial value, and an input x."""
     with torch.random.fork_rng(devices=[]):   # leave the notebook's random state alone
         torch.manual_seed(seed)
-        layer = nn.TransformerEncoderLayer(D_MODEL, H, D_FF, dropout=0.1, activation="relu",
+        layer = nn.TransformerEncoderLayer(d_model, h, d_ff, dropout=0.1, activation="relu",
                                            batch_first=True, norm_first=norm_first)
         with torch.no_grad():
             for p in layer.parameters():
                 p.add_(0.2 * torch.randn_like(p))
-        x = torch.randn(b, n, D_MODEL)
+        x = torch.randn(b, n, d_model)
     return layer.eval(), x
 
 
 def _attn(x, L):
     return L.self_attn(x, x, x, need_weights=False)[0]
+
+
+PRIVATE_SUBLAYERS = "L._sa_block or L._ff_block, nn.TransformerEncoderLayer's own sublayers"
 
 
 def _ffn(x, L, act=F.relu, bias1=True, bias2=True):
@@ -624,13 +650,21 @@ def _layer_output(fn, name, x, L, errors, reference, instead, tuple_hint):
                       else "."))
     _full_precision(out, f"The output of {name}")
     out = tensor(out, f"the output of {name}", tuple_hint=tuple_hint)
-    b, n, _ = x.shape
+    b, n, d_model = x.shape
+    d_ff = L.linear1.out_features
     if tuple(out.shape) != tuple(x.shape):
-        if tuple(out.shape) == (b, n, D_FF):
-            raise Hint(f"{name} returned the hidden layer {(b, n, D_FF)}: multiply by W_2 and add "
-                       f"b_2 to come back to d_model = {D_MODEL}.")
+        if tuple(out.shape) == (b, n, d_ff):
+            raise Hint(f"{name} returned the hidden layer {(b, n, d_ff)}: multiply by W_2 and add "
+                       f"b_2 to come back to d_model = {d_model}.")
         raise Hint(f"{name} should keep the input's shape {tuple(x.shape)}, got {tuple(out.shape)}.")
     return out
+
+
+def _another(case):
+    """How a hint names a test case after the first: another batch, or a layer of another width."""
+    if len(case) > 3:
+        return f"a layer of another width (d_model {case[3]}, d_ff {case[5]})"
+    return "the second batch"
 
 
 def _check_layer_function(fn, name, norm_first, expected, mistakes, generic, errors,
@@ -643,8 +677,9 @@ def _check_layer_function(fn, name, norm_first, expected, mistakes, generic, err
         except Hint as hint:
             if i == 0 or str(hint).startswith("Not answered yet"):
                 raise
-            raise Hint(f"Right on the first batch, but on the second (x of shape "
-                       f"{tuple(x.shape)}): {str(hint).rstrip('.')}. Read the sizes from x.shape.") from None
+            raise Hint(f"Right on the first batch, but on {_another(case)} (x of shape "
+                       f"{tuple(x.shape)}): {str(hint).rstrip('.')}. Read the sizes from x.shape "
+                       "and L.") from None
         with torch.no_grad():
             right = expected(x, L)
         if close(out, right, 1e-4):
@@ -658,8 +693,9 @@ def _check_layer_function(fn, name, norm_first, expected, mistakes, generic, err
                     "on (F.dropout drops numbers unless you pass training=False). The exercise is the "
                     "layer in evaluation mode: leave dropout out.")
         if i:
-            return (f"Right on the first batch but not on the second (x of shape {tuple(x.shape)}): "
-                    "read the sizes from x.shape and write no fixed size in your function.")
+            return (f"Right on the first batch but not on {_another(case)} (x of shape "
+                    f"{tuple(x.shape)}): read the sizes from x.shape (and L) and write no fixed size "
+                    "in your function.")
         return generic
     return None
 
@@ -705,7 +741,9 @@ def check_ffn(ffn=None):
         reference=lambda L: [(L.linear1, "forward", "L.linear1(...)"),
                              (L.linear2, "forward", "L.linear2(...)"),
                              (nn.Linear, "forward", "an nn.Linear layer"),
-                             (F, "linear", "F.linear")],
+                             (F, "linear", "F.linear"),
+                             (nn.TransformerEncoderLayer, "_ff_block", PRIVATE_SUBLAYERS),
+                             (EncoderLayer, "ffn", "helpers.layers.EncoderLayer.ffn")],
         instead="write the products yourself, x @ L.linear1.weight.T + L.linear1.bias, and the "
                 "same with L.linear2.")
 
@@ -715,10 +753,13 @@ def check_ffn(ffn=None):
 def _pre_norm_mistakes(x, L, expected):
     n1, n2 = L.norm1, L.norm2
 
-    def pre(norm=_norm, a=n1, b=n2, ffn=_ffn, shortcut=True, normed_shortcut=False):
+    def pre(norm=_norm, a=n1, b=n2, ffn=_ffn, shortcut=True, normed_shortcut=False, query="normed",
+            ffn_reads="stream"):
         y = x if a is None else norm(x, a)
-        y = (y if normed_shortcut else x if shortcut else 0) + _attn(y, L)
-        z = y if b is None else norm(y, b)
+        q = x if query == "raw" else y
+        y = (y if normed_shortcut else x if shortcut else 0) + L.self_attn(q, y, y, need_weights=False)[0]
+        stale = {"stream": y, "input": x, "first norm": None}[ffn_reads]
+        z = (norm(x, a) if stale is None else stale if b is None else norm(stale, b))
         return (z if normed_shortcut else y if shortcut else 0) + ffn(z, L)
 
     def post():
@@ -754,6 +795,29 @@ def _pre_norm_mistakes(x, L, expected):
          "norm2 and its own shortcut."),
         (lambda: pre(ffn=lambda t, L: _ffn(t, L, act=_identity)),
          "ReLU is missing in the feed-forward layer."),
+        (lambda: pre(ffn=lambda t, L: _ffn(t, L, act=F.gelu)),
+         "your feed-forward layer uses GELU (GPT-2's); this layer's, as the paper's, is ReLU, "
+         "max(0, ·): L.activation is relu."),
+        (lambda: pre(ffn=lambda t, L: _ffn(t, L, act=lambda u: F.gelu(u, approximate="tanh"))),
+         "your feed-forward layer uses GELU (GPT-2's); this layer's, as the paper's, is ReLU, "
+         "max(0, ·): L.activation is relu."),
+        (lambda: pre(ffn=lambda t, L: _ffn(t, L, bias2=False)),
+         "the feed-forward layer's second bias b_2 (L.linear2.bias) is missing."),
+        (lambda: pre(ffn=lambda t, L: _ffn(t, L, bias1=False)),
+         "the feed-forward layer's first bias b_1 (L.linear1.bias) is missing: add it before ReLU."),
+        (lambda: pre(ffn=lambda t, L: _ffn(t, L, bias1=False, bias2=False)),
+         "both biases of the feed-forward layer, b_1 and b_2, are missing."),
+        (lambda: pre(query="raw"),
+         "your attention's queries come from x itself and only its keys and values from LayerNorm1(x): "
+         "pre-norm feeds the same LayerNorm1(x) as query, key and value."),
+        (lambda: pre(ffn_reads="input"),
+         "the feed-forward sublayer reads a stale input: LayerNorm2 of x as it came in, before the "
+         "attention's output was added. Normalise the stream after the first addition, "
+         "y = x + Attention(...), then y + FFN(LayerNorm2(y))."),
+        (lambda: pre(ffn_reads="first norm"),
+         "the feed-forward sublayer reads a stale input: LayerNorm1(x), the first sublayer's input, "
+         "computed before the attention's output was added. Normalise the new stream, "
+         "y + FFN(LayerNorm2(y)) with y = x + Attention(LayerNorm1(x))."),
         (lambda: pre(norm=lambda t, m: _norm(t, m, affine=False)),
          "γ and β are missing: multiply by L.norm1.weight (or norm2's) and add its bias."),
         (lambda: pre(norm=lambda t, m: _norm(t, m, unbiased=True)),
@@ -771,7 +835,12 @@ def check_pre_norm(pre_norm_layer=None):
         errors=RELU_ERRORS + MHA_ERRORS + NORM_ERRORS,
         reference=lambda L: [(L, "forward", "L(x), the layer's own forward"),
                              (nn.TransformerEncoderLayer, "forward",
-                              "nn.TransformerEncoderLayer's forward")],
+                              "nn.TransformerEncoderLayer's forward"),
+                             (nn.TransformerEncoderLayer, "_sa_block", PRIVATE_SUBLAYERS),
+                             (nn.TransformerEncoderLayer, "_ff_block", PRIVATE_SUBLAYERS),
+                             (EncoderLayer, "forward", "the course's EncoderLayer (helpers.layers), "
+                                                       "equal to nn.TransformerEncoderLayer"),
+                             (EncoderLayer, "ffn", "helpers.layers.EncoderLayer.ffn")],
         instead="write the two sublayers yourself: x + attention of LayerNorm1(x), then the same "
                 "with the FFN and LayerNorm2.",
         tuple_hint="nn.MultiheadAttention returns (output, weights): take [0]")
@@ -781,7 +850,7 @@ def check_pre_norm(pre_norm_layer=None):
 
 @checker
 def check_more_heads(answer_1=None):
-    """The paper's layer with h = 16: the feed-forward layer still holds more parameters."""
+    """Question 1: the paper's layer with h = 16: which part holds more parameters?"""
     return choice(
         answer_1, "answer_1", "feed-forward",
         "More heads only cut d_model into thinner heads (d_k = 512 / 16 = 32): W_Q, W_K, W_V and "
@@ -797,7 +866,7 @@ def check_more_heads(answer_1=None):
 
 @checker
 def check_per_position(answer_2=None):
-    """Changing token 1 moves token 3's layer output (attention) but not its FFN output."""
+    """Question 2: what changing token 1 does to token 3's layer output and FFN output."""
     return choice(
         answer_2, "answer_2", "layer only",
         "The FFN transforms each position on its own, so token 3's FFN output ignores token 1; "
@@ -828,13 +897,25 @@ HEAD_MATRIX_HINTS = {
 }
 
 
+# The answers of questions 3 and 4 live here, out of the checkers' own source (which ?? shows).
+_GPT2_SMALL = dict(d_model=768, h=12)
+_HEAD_MATRIX = (_GPT2_SMALL["d_model"], _GPT2_SMALL["d_model"] // _GPT2_SMALL["h"])
+_HEAD_MATRIX_WHY = (f"W^Q_i turns each token's {_HEAD_MATRIX[0]} numbers into the head's d_k = "
+                    f"{_HEAD_MATRIX[0]} / {_GPT2_SMALL['h']} = {_HEAD_MATRIX[1]}; the {_GPT2_SMALL['h']} "
+                    f"heads' matrices side by side make the full {_HEAD_MATRIX[0]} × {_HEAD_MATRIX[0]} W^Q.")
+_PATH_N, _PATH_WIDTH = 101, 5
+_PATH_LAYERS = (_PATH_N - 1) // ((_PATH_WIDTH - 1) // 2)
+_PATH_WHY = (f"Each layer reaches (k − 1) / 2 = {(_PATH_WIDTH - 1) // 2} positions further, and from token 1 "
+             f"to token {_PATH_N} there are {_PATH_N - 1} positions: {_PATH_N - 1} / "
+             f"{(_PATH_WIDTH - 1) // 2} = {_PATH_LAYERS} layers, where one self-attention layer suffices.")
+
+
 @checker
 def check_head_matrix(answer_3=None):
-    """One head's W^Q_i in GPT-2 small, paper's orientation: (768, 64)."""
+    """Question 3: the shape of one head's W^Q_i in GPT-2 small, in the paper's orientation."""
     got = shape(answer_3, "answer_3")
-    if got == (768, 64):
-        return Passed("W^Q_i turns each token's 768 numbers into the head's d_k = 768 / 12 = 64; "
-                      "the 12 heads' matrices side by side make the full 768 × 768 W^Q.")
+    if got == _HEAD_MATRIX:
+        return Passed(_HEAD_MATRIX_WHY)
     if got in HEAD_MATRIX_HINTS:
         return _sentence(HEAD_MATRIX_HINTS[got]) + "."
     return ("One head's W^Q_i turns each token's d_model numbers into d_k numbers: work out "
@@ -861,12 +942,11 @@ PATH_HINTS = {   # a wrong number of layers -> the idea it misses
 
 @checker
 def check_path_length(answer_4=None):
-    """Centred convolutions of width 5 on n = 101 tokens: 50 layers link the first and the last."""
+    """Question 4: how many layers of centred width-5 convolutions link the first and the last of
+    n = 101 tokens."""
     value = number(answer_4, "answer_4")
-    if value == 50:
-        return Passed("Each layer reaches (k − 1) / 2 = 2 positions further, and from token 1 to "
-                      "token 101 there are 100 positions: 100 / 2 = 50 layers, where one "
-                      "self-attention layer suffices.")
+    if value == _PATH_LAYERS:
+        return Passed(_PATH_WHY)
     if value != round(value):
         return ("A number of layers is a whole number: count the positions to cross (n − 1 = 100) "
                 "and how far one layer reaches (section 3).")

@@ -17,11 +17,12 @@ from helpers.tickets import PAD
 
 # A finite score at or below this hides a key as well as -inf does: e^(-1e4) is 0 in float32.
 LARGE_NEGATIVE = -1e4
-LARGE_NEGATIVE_WORKS = (
-    "You used a large negative number instead of -inf: that works in practice (e^(-1e9) is exactly "
-    "0 in float32, so hidden keys get weight 0). -inf is PyTorch's convention "
-    "(generate_square_subsequent_mask); the two differ only on a row whose keys are all hidden, "
-    "which gets equal weights instead of nan.")
+def _large_negative_works(value):
+    """The Passed text for a mask that hides with the finite number value (at most LARGE_NEGATIVE)."""
+    return (f"You used a large negative number, {value:g}, instead of -inf: that works in practice "
+            f"(e^({value:g}) is exactly 0 in float32, which reaches down to about e^(-103), so hidden "
+            "keys get weight 0). -inf is PyTorch's convention (generate_square_subsequent_mask); the "
+            "two differ only on a row whose keys are all hidden, which gets equal weights instead of nan.")
 
 
 def _one_thread(check):
@@ -91,6 +92,8 @@ def _shuffle_cases():
     x = torch.randn(BATCH, N_TOKENS, D, generator=g)
     pe = torch.randn(1, N_TOKENS, D, generator=g)
     w = torch.randn(D, D, generator=g)
+    small_pe = 3e-4 * pe                 # moves the outputs by up to 0.004: a loose tolerance misses it
+    centred_pe = pe - pe.mean(1, keepdim=True)      # adds 0 to the mean over the tokens
     cycle, swap = [1, 2, 3, 4, 0], [1, 0, 2, 3, 4]
     step = 1 + 1.2e-7 * torch.arange(1, N_TOKENS + 1).view(1, -1, 1)   # 1, 2, ... float32 steps above 1
     return [
@@ -104,12 +107,21 @@ def _shuffle_cases():
         ("a feed-forward layer applied to each token on its own", lambda t: torch.relu(t @ w), x, cycle),
         ("a function that gives every token the mean of all tokens",
          lambda t: t.double().mean(1, keepdim=True).expand_as(t).float(), x, cycle),
+        ("self-attention with tiny position vectors added (outputs move by up to 0.004)",
+         lambda t: _attend(t, pe=small_pe), x, cycle),
+        ("a function that adds position vectors to the tokens (no attention)",
+         lambda t: t + centred_pe, x, cycle),
     ]
 
 
 def _right_shuffle_test(f, x, pi):
     return torch.allclose(f(x[:, pi]), f(x)[:, pi], atol=1e-5)
 
+
+LOOSE_HINT = ("Your tolerance is too loose: self-attention with tiny position vectors added, whose "
+              "outputs move by up to 0.004 when the tokens move, is not order-blind, yet passes a "
+              "tolerance of 0.01 or more. Float rounding is about 1e-7 here: torch.allclose(..., "
+              "atol=1e-5).")
 
 SHUFFLE_MISTAKES = (
     ("Reorder both sides: f of the shuffled tokens, f(x[:, pi]), against f's outputs on x reordered "
@@ -127,6 +139,12 @@ SHUFFLE_MISTAKES = (
     ("Your test compares the means over the tokens: reversing the tokens keeps the mean, yet the "
      "reversed output of each token depends on where it stands. Compare the outputs token by token.",
      lambda f, x, pi: torch.allclose(f(x[:, pi]).mean(1), f(x).mean(1), atol=1e-5)),
+    ("Your test compares sorted outputs: sorting forgets which token each output belongs to, so "
+     "reversing the tokens, or adding position vectors, passes. Reorder the outputs with pi instead "
+     "and compare them token by token: f(x[:, pi]) against f(x)[:, pi].",
+     lambda f, x, pi: torch.allclose(f(x[:, pi]).sort(1).values, f(x).sort(1).values, atol=1e-5)),
+    *((LOOSE_HINT, lambda f, x, pi, atol=atol: torch.allclose(f(x[:, pi]), f(x)[:, pi], atol=atol))
+      for atol in (1e-2, 1e-1, 1.0)),
     ("Your test answers the opposite question: it should return True when f is order-blind (the "
      "outputs of the shuffled tokens are the old outputs, reordered) and False otherwise.",
      lambda f, x, pi: not _right_shuffle_test(f, x, pi)),
@@ -491,6 +509,13 @@ def _as_tensor(mask, name):
     return mask
 
 
+def _heads_hint(heads, batch, n):
+    return (f"Your mask has a head axis of size {heads}: my_decoder_mask(ids, pad) is not told how many "
+            f"heads the model has (the check's has {HEADS}, the paper's 8), and the mask is the same for "
+            f"every head. Give the head axis size 1, (batch, 1, n, n) = {(batch, 1, n, n)}: it "
+            "broadcasts over any number of heads.")
+
+
 def _decoder_cells(got, ids, target):
     """The hidden cells of a learner's additive mask, (batch, HEADS, n, n), or raise Hint."""
     batch, _, n, _ = target
@@ -503,8 +528,12 @@ def _decoder_cells(got, ids, target):
             raise Hint(f"Shape (batch, n, n) = {(batch, n, n)} does not broadcast to (batch, heads, n, n): "
                        f"the batch axis would meet the heads axis. Add a head axis of size 1: "
                        f"(batch, 1, n, n).")
+        if got.dim() == 4 and tuple(got.shape[:1] + got.shape[2:]) == (batch, n, n):
+            raise Hint(_heads_hint(got.shape[1], batch, n))
         raise Hint(f"The mask should broadcast to (batch, heads, n, n), e.g. shape (batch, 1, n, n) = "
                    f"{(batch, 1, n, n)}; got {tuple(got.shape)} for ids of shape {tuple(ids.shape)}.")
+    if got.dim() == 4 and got.shape[1] != 1:
+        raise Hint(_heads_hint(got.shape[1], batch, n))
     got = got.expand(target)
     if got.dtype == torch.bool:
         raise Hint("Booleans where an additive mask is asked: build it as floats, 0 where a query may "
@@ -529,7 +558,8 @@ def _decoder_cells(got, ids, target):
         raise Hint(f"The mask holds {value:g}: added to a score, it only lowers that cell's weight "
                    f"(by a factor e^{value:g}), it does not hide it. A hidden cell gets -inf "
                    "(e^(-inf) = 0), a visible one 0.")
-    return hidden, bool((hidden & ~torch.isinf(got)).any())
+    finite = hidden & ~torch.isinf(got)
+    return hidden, (float(got[finite].max()) if finite.any() else None)
 
 
 @checker
@@ -542,14 +572,15 @@ def check_decoder_mask(fn):
     reference = [(helpers.attention, "additive_mask", "additive_mask")]
     instead = ("combine the causal and the padding mask as booleans with |, then place -inf with "
                "masked_fill.")
-    batches, got_cells, large_negative = [], [], False
+    batches, got_cells, large_negative = [], [], None
     for seed, (batch, n, pad, side) in enumerate(DECODER_BATCHES):
         ids = padded_batch(seed, batch, n, pad, side)
         got = _as_tensor(call(fn, name, ids, pad, reference=reference, instead=instead), "my_decoder_mask")
         cells, finite = _decoder_cells(got, ids, (batch, HEADS, n, n))
         batches.append((ids, pad, (batch, HEADS, n, n)))
         got_cells.append(cells)
-        large_negative |= finite
+        if finite is not None:
+            large_negative = finite if large_negative is None else max(large_negative, finite)
 
     def matches(patterns):
         """True when the learner's cells are these patterns, one per batch."""
@@ -557,8 +588,8 @@ def check_decoder_mask(fn):
                    in zip(got_cells, patterns, batches, strict=True))
 
     if matches([_right_decoder_cells(ids, pad) for ids, pad, _ in batches]):
-        if large_negative:
-            return Passed(LARGE_NEGATIVE_WORKS)
+        if large_negative is not None:
+            return Passed(_large_negative_works(large_negative))
         return Passed("Your mask equals additive_mask(causal_mask(n), padding_mask(ids, pad)) on four "
                       "padded batches, padded at the end and at the start; shape (batch, 1, n, n), it "
                       "broadcasts over the heads.")
@@ -574,7 +605,7 @@ def check_decoder_mask(fn):
 
 @checker
 def check_order_question(answer_1):
-    """Attention without positions: the same summary for the same words in another order ("a")."""
+    """Question 1: what attention without positions makes of the same words in another order."""
     return choice(
         answer_1, "answer_1", "a",
         "Each output depends only on the set of tokens a query reads: shuffling the tokens "
@@ -601,7 +632,7 @@ PADDING_SHAPE_HINTS = {
 
 @checker
 def check_padding_question(answer_2, shape_2):
-    """Padded without a mask, a short ticket's answer can change ("a"); the mask is (2, 120)."""
+    """Question 2: a short ticket padded without a mask, and the shape of src_key_padding_mask."""
     picked = choice(
         answer_2, "answer_2", "a", "",
         {"b": "The mean leaves out the padding *rows*, but inside attention every real token has "
@@ -625,7 +656,7 @@ def check_padding_question(answer_2, shape_2):
 
 @checker
 def check_router_question(answer_3):
-    """Router = encoder (padding mask), writer = decoder (causal + padding): "a"."""
+    """Question 3: which masks the router and the writer need."""
     return choice(
         answer_3, "answer_3", "a",
         "The router has the whole ticket at once, so every token may read every other (padding mask "

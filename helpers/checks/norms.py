@@ -228,7 +228,8 @@ def _nan_or_inf(x):
 
 @checker
 def check_predictions(scaled_first, constant_first):
-    """LayerNorm(4) at init: (10·x)[0] for x = (1, 2, 3, 6) is −1.069; a constant vector gives 0."""
+    """Your turn 2: LayerNorm(4) at init on 10·x for x = (1, 2, 3, 6) (the first number), and on a
+    constant vector."""
     a = number(scaled_first, "scaled_first")
     if close(a, -10.69, 0.02):
         return ("Scaling x by 10 scales x − μ and σ by 10 as well: the ratio, and so LayerNorm's "
@@ -255,7 +256,7 @@ def check_predictions(scaled_first, constant_first):
 
 @checker
 def check_batch_of_one_question(answer_1):
-    """Batch norm's formula on a batch that holds one token returns β (zeros) for every feature."""
+    """Question 1: what batch norm's formula returns on a batch that holds one token."""
     return choice(
         answer_1, "answer_1", "a",
         "Each feature's column holds a single number, which is its own mean: x − μ = 0 everywhere, "
@@ -270,7 +271,7 @@ def check_batch_of_one_question(answer_1):
 
 @checker
 def check_what_moves_layer_norm(answer_2):
-    """Of the four changes, only γ and β (moved by training) change layer norm's output for c."""
+    """Question 2: which of the four changes move layer norm's output for c."""
     return choices(
         answer_2, "answer_2", ["a", "b", "c", "d"], {"d"},
         "Layer norm computes μ and σ from the token's own numbers only, and a shift of all of them "
@@ -287,7 +288,7 @@ def check_what_moves_layer_norm(answer_2):
 
 @checker
 def check_shortcut_factor(answer_3):
-    """Four later layers with F' = 0.5 and shortcuts: the gradient is multiplied by 1.5⁴ = 5.0625."""
+    """Question 3: the factor on the gradient through four later layers with F' = 0.5 and shortcuts."""
     value = number(answer_3, "answer_3")
     if close(value, 1.5 ** 4, 0.05):                    # 5.0625, or rounded: 5.06, 5.1
         return Passed("Each shortcut layer contributes a factor 1 + F′ = 1.5 and the chain rule "

@@ -41,7 +41,7 @@ def _tiny_angle_hint(value, fn, name):
 
 @checker
 def check_pe_2(pe_2_0, pe_2_1):
-    """PE(2, 0) = sin 2 ≈ 0.909 and PE(2, 1) = cos 2 ≈ −0.416 (2 decimals are enough)."""
+    """Your turn 1: PE(2, 0) and PE(2, 1), worked by hand (2 decimals are enough)."""
     a, b = number(pe_2_0, "pe_2_0"), number(pe_2_1, "pe_2_1")
     if close(a, math.sin(2), HAND) and close(b, math.cos(2), HAND):
         return None
@@ -241,7 +241,7 @@ def check_sinusoidal_positions(fn):
 
 @checker
 def check_shift_question(answer_1):
-    """A shift by k turns each pair by ω·k, the same rotation at every position."""
+    """Question 1: what a shift by k does to each pair of columns."""
     return choice(
         answer_1, "answer_1", "a",
         "PE(pos + k) is a rotation of PE(pos) by an angle ω·k that does not depend on pos, so one "
@@ -256,7 +256,7 @@ def check_shift_question(answer_1):
 
 @checker
 def check_table_shape_question(answer_2):
-    """The position table for 32 sentences of 100 tokens, d_model = 512: (100, 512)."""
+    """Question 2: the shape of the position table for 32 sentences of 100 tokens, d_model = 512."""
     got = shape(answer_2, "answer_2")
     if got == (100, 512):
         return Passed("One row per position and one column per number: the table does not depend on "
@@ -283,7 +283,7 @@ def check_table_shape_question(answer_2):
 
 @checker
 def check_default_init_question(answer_3):
-    """nn.Embedding's default spread is 1: times √64 = 8, the token drowns the positions."""
+    """Question 3: what nn.Embedding's default initialisation does to the positions."""
     return choice(
         answer_3, "answer_3", "token",
         "nn.Embedding starts with spread 1, and × √64 makes it about 8, more than ten times the "

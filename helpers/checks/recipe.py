@@ -32,11 +32,35 @@ def _as_printed(value, right):
     return abs(value - right) <= 0.5 * unit * 1.001
 
 
-def _check_digits(value, right, name):
-    """Raise Hint when value is within 5 % of right but not right to three significant digits."""
-    if abs(value - right) <= 0.05 * abs(right):
-        raise Hint(f"{name}: {value:.3g} is close, but not right to three significant digits (a log "
-                   f"prints them, like 1.23e-03): compute it without rounding on the way.")
+def _rounded(value, right):
+    """The number of significant digits (1 or 2) to which value is right rounded or cut, or None."""
+    for digits in (1, 2):
+        unit = 10.0 ** (math.floor(math.log10(abs(right))) - digits + 1)
+        for cut in (round(right / unit) * unit, math.floor(right / unit) * unit):
+            if abs(value - cut) <= 1e-9 * abs(right):
+                return digits
+    return None
+
+
+def _check_digits(value, right, name, near=None):
+    """Raise Hint when value is within 5 % of right but not right to three significant digits:
+    say it is rounded only when it is right rounded (or cut) to 1 or 2 digits; else how far off
+    it is, and (near: (the value it is a multiple of, its name, the right factor)) by what factor."""
+    if abs(value - right) > 0.05 * abs(right):
+        return
+    digits = _rounded(value, right)
+    if digits:
+        raise Hint(f"{name}: {value:.3g} is the rate rounded to {digits} significant digit"
+                   f"{'s' if digits > 1 else ''}: give three significant digits (a log prints them, like "
+                   "1.23e-03).")
+    if near is not None:
+        base, label, factor = near
+        raise Hint(f"{name}: {value:.4g} is {value / base:.4g} × {label}, not a rounding of the right "
+                   f"rate: the rate there is {label} × {factor}, since in the warmup it grows in "
+                   "proportion to the step. Compute it from the formula.")
+    raise Hint(f"{name}: {value:.3g} is within {abs(value - right) / abs(right):.1%} of the rate but not "
+               "right to three significant digits, and not a rounding of it: compute it from the "
+               "formula, without rounding on the way.")
 
 
 # --- Your turn: a schedule by hand ---------------------------------------------------------------
@@ -143,7 +167,7 @@ def _check_logged(value):
         if _as_printed(value, wrong):
             raise Hint(f"{name}: {hint}")
     _one_step_off(value, step + 1, name)
-    _check_digits(value, right, name)
+    _check_digits(value, right, name, near=(_rate(step), f"lr_{step}", f"{step + 1}/{step}"))
     raise Hint(f"{name}: LambdaLR sets the rate to lrate(s + 1) after s calls of sched.step(); after "
                f"step {step} that is lrate({step + 1}, {D_MODEL}, {WARMUP}).")
 
@@ -272,6 +296,8 @@ def _smoothed(logp, target, q_right, q_other, pad, zero_column=None, rows="real"
     real = target != pad
     if rows == "all":
         return per_row.mean()
+    if rows == "pad":
+        return per_row[~real].mean()
     if rows == "all_divided":
         return per_row[real].sum() / len(target)
     return per_row[real].sum() if reduce == "sum" else per_row[real].mean()
@@ -301,6 +327,9 @@ def _loss_mistakes(logits, target, eps_ls, pad):
         yield ("Your mean counts the padding rows: average over the rows whose target is not pad "
                "only (ignore_index removes them from the sum and from the count).",
                _smoothed(logp, target, *pytorch, pad, rows=rows))
+    yield ("Your mean is over the padding rows only, the ones to leave out: keep the rows whose target "
+           "is not pad, target != pad (== pad picks the padding).",
+           _smoothed(logp, target, *pytorch, pad, rows="pad"))
     entries = ("Your loss is n_vocab times too small: you averaged q(k)·log p(k) over every entry of the "
                "(N, n_vocab) table; sum over the vocabulary first (.sum(dim=-1)), then take the mean over "
                "the real rows.")

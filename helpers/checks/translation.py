@@ -71,6 +71,18 @@ def _batch_mistakes(pairs, vocab):
                build(*right, pad=pad))
 
 
+def _sliced(pairs, vocab):
+    """The batch as <s> t </s> padded, then sliced: tgt_in = full[:, :-1], tgt_out = full[:, 1:].
+    Its tgt_in holds </s> where make_batch's holds <pad> (in rows shorter than the longest), at a
+    position whose tgt_out is <pad>: the loss skips it and the causal mask hides it from every real
+    position, so the model trains exactly as on make_batch's tensors."""
+    src, _, _ = translation.make_batch(pairs, vocab)
+    rows = [[BOS, *vocab.encode(t), EOS] for _, t in pairs]
+    n = max(len(r) for r in rows)
+    full = torch.tensor([r + [PAD] * (n - len(r)) for r in rows], dtype=torch.long)
+    return src, full[:, :-1], full[:, 1:]
+
+
 def _as_three(out):
     if not isinstance(out, (tuple, list)) or len(out) != 3:
         kind = f"a {type(out).__name__} of {len(out)} items" if isinstance(out, (tuple, list)) else \
@@ -87,6 +99,11 @@ def _as_three(out):
         if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
             raise Hint(f"{name} has dtype {t.dtype}: token ids are whole numbers (torch.long), which "
                        "the embedding needs.")
+        if t.dtype != torch.long:
+            raise Hint(f"{name} has dtype {t.dtype}: token ids must be torch.long (int64). The "
+                       "embedding takes indices of type long or int32 only (uint8 fails there), the "
+                       "loss (cross-entropy) targets of type long (int32 fails there): torch.long fits "
+                       "both. torch.tensor(rows) of Python ints gives it, or add dtype=torch.long.")
         if t.dim() != 2:
             raise Hint(f"{name} should have 2 axes (batch, positions), got shape {tuple(t.shape)}.")
         result.append(t.long())
@@ -105,6 +122,7 @@ def _show(vocab, row):
 def check_make_batch(my_make_batch, vocab):
     """my_make_batch(pairs, vocab) -> src, tgt_in, tgt_out, against helpers.translation.make_batch."""
     names = ("src", "tgt_in", "tgt_out")
+    sliced = False
     for texts in CHECK_PAIRS:
         pairs = _pairs(texts)
         out = call(my_make_batch, BATCH, pairs, vocab,
@@ -113,6 +131,9 @@ def check_make_batch(my_make_batch, vocab):
         got = _as_three(out)
         right = translation.make_batch(pairs, vocab)
         if all(_same(g, r) for g, r in zip(got, right, strict=True)):
+            continue
+        if all(_same(g, r) for g, r in zip(got, _sliced(pairs, vocab), strict=True)):
+            sliced = True
             continue
         for hint, wrong in _batch_mistakes(pairs, vocab):
             if all(_same(g, w) for g, w in zip(got, wrong, strict=True)):
@@ -132,6 +153,11 @@ def check_make_batch(my_make_batch, vocab):
                         return (f"{name} for the pair \"{en}\" -> \"{fr}\" should be "
                                 f"[{_show(vocab, r[i])}], shape {tuple(r.shape)} for the batch; got "
                                 f"[{_show(vocab, g[i]) if g.shape[0] > i else '?'}], shape {tuple(g.shape)}.")
+    if sliced:
+        return Passed("You built <s> target </s>, padded, and sliced it: your tgt_in holds </s> where "
+                      "helpers.translation.make_batch has <pad>, in the rows shorter than the longest, "
+                      "at positions whose tgt_out is <pad>. The loss skips those positions and the "
+                      "causal mask hides them from every real one, so the model trains the same.")
     return Passed("Your three tensors equal helpers.translation.make_batch on two batches of mixed "
                   "lengths, one-word numbers and the longest one included.")
 
@@ -142,12 +168,18 @@ BLEU = "my_bleu(hypotheses, references)"
 
 
 def _bleu_variant(hyps, refs, clip=True, max_n=4, mean="geometric", bp="right", scale=100.0,
-                  per_sentence=False, smooth=False, clip_corpus=False):
-    """BLEU with one mistake (or none), as a float."""
+                  per_sentence=False, smooth=False, clip_corpus=False, swap=False, totals_from="hypothesis",
+                  orders=None):
+    """BLEU with one mistake (or none), as a float. clip: True (min), False (no clipping) or "max";
+    orders: the n of the n-grams (default 1 to max_n), each weighted 1 / len(orders)."""
+    if swap:
+        hyps, refs = refs, hyps
     if per_sentence:
         scores = [_bleu_variant([h], [r], clip, max_n, mean, bp, scale, smooth=smooth)
                   for h, r in zip(hyps, refs, strict=True)]
         return sum(scores) / len(scores)
+    orders = list(range(1, max_n + 1)) if orders is None else list(orders)
+    max_n = len(orders)
     matches, totals = [0] * max_n, [0] * max_n
     c = r = 0
     corpus_h, corpus_r = [Counter() for _ in range(max_n)], [Counter() for _ in range(max_n)]
@@ -155,15 +187,19 @@ def _bleu_variant(hyps, refs, clip=True, max_n=4, mean="geometric", bp="right", 
     for h, g in zip(hyps, refs, strict=True):
         c, r = c + len(h), r + len(g)
         sentence_bps.append(1.0 if len(h) > len(g) else (math.exp(1 - len(g) / len(h)) if h else 0.0))
-        for n in range(1, max_n + 1):
+        for i, n in enumerate(orders):
             hn, gn = course_bleu.ngrams(h, n), course_bleu.ngrams(g, n)
-            corpus_h[n - 1].update(hn)
-            corpus_r[n - 1].update(gn)
-            if clip:
-                matches[n - 1] += sum(min(k, gn[x]) for x, k in hn.items())
+            corpus_h[i].update(hn)
+            corpus_r[i].update(gn)
+            if clip == "max":
+                matches[i] += sum(max(k, gn[x]) for x, k in hn.items() if x in gn)
+            elif clip == "max of all":
+                matches[i] += sum(max(k, gn[x]) for x, k in hn.items())
+            elif clip:
+                matches[i] += sum(min(k, gn[x]) for x, k in hn.items())
             else:
-                matches[n - 1] += sum(k for x, k in hn.items() if x in gn)
-            totals[n - 1] += max(len(h) - n + 1, 0)
+                matches[i] += sum(k for x, k in hn.items() if x in gn)
+            totals[i] += max(len(g if totals_from == "reference" else h) - n + 1, 0)
     if clip_corpus:
         matches = [sum(min(k, corpus_r[n][x]) for x, k in corpus_h[n].items()) for n in range(max_n)]
     if smooth:                                   # sacrebleu's default, "exp"
@@ -195,6 +231,8 @@ def _bleu_variant(hyps, refs, clip=True, max_n=4, mean="geometric", bp="right", 
         penalty = sum(sentence_bps) / len(sentence_bps)
     if mean == "arithmetic":
         return scale * penalty * sum(precisions) / max_n
+    if mean == "arithmetic, zero rule":
+        return 0.0 if min(precisions) == 0 else scale * penalty * sum(precisions) / max_n
     if min(precisions) == 0:
         return 0.0
     return scale * penalty * math.exp(sum(math.log(p) for p in precisions) / max_n)
@@ -210,6 +248,22 @@ BLEU_MISTAKES = [
      {"per_sentence": True}),
     ("You took the arithmetic mean of the precisions: BLEU uses their geometric mean, "
      "exp(¼ Σ log p_n).", {"mean": "arithmetic"}),
+    ("You took the arithmetic mean of the precisions (returning 0 when one is 0, as the geometric mean "
+     "does): BLEU uses their geometric mean, exp(¼ Σ log p_n), pulled down by the weakest.",
+     {"mean": "arithmetic, zero rule"}),
+    ("Hypotheses and references are swapped: my_bleu(hypotheses, references) counts the n-grams of "
+     "each hypothesis, clips them by its reference, and divides by the hypothesis's n-grams.",
+     {"swap": True}),
+    ("Your totals count the reference's n-grams: p_n divides the clipped matches by the number of "
+     "n-grams of the hypotheses, len(hyp) − n + 1 per sentence.", {"totals_from": "reference"}),
+    ("Your n-grams run from n = 0 to 3, one off: BLEU uses n = 1, 2, 3 and 4 (range(1, 5)).",
+     {"orders": (0, 1, 2, 3)}),
+    ("Your n-grams run from n = 2 to 5, one off: BLEU uses n = 1, 2, 3 and 4 (range(1, 5)).",
+     {"orders": (2, 3, 4, 5)}),
+    ("You clipped with max: an n-gram counts at most as often as the reference has it, "
+     "min(count in the hypothesis, count in the reference).", {"clip": "max"}),
+    ("You clipped with max: an n-gram counts at most as often as the reference has it, "
+     "min(count in the hypothesis, count in the reference).", {"clip": "max of all"}),
     ("The brevity penalty is missing: when the hypotheses are shorter than the references (c ≤ r), "
      "multiply by exp(1 - r / c).", {"bp": "none"}),
     ("The brevity penalty is upside down: it is exp(1 - r / c) (at most 1, a penalty), not "
@@ -255,19 +309,23 @@ def bleu_corpora():
 
 
 def _bleu_references():
+    """Everything that computes BLEU, or the part of it the exercise asks for: the course's
+    helpers.bleu (all but ngrams, the counting the exercise text gives) and sacrebleu's."""
     refs = [(course_bleu, "corpus_bleu", "helpers.bleu.corpus_bleu"),
             (course_bleu, "bleu_parts", "helpers.bleu.bleu_parts"),
             (course_bleu, "statistics", "helpers.bleu.statistics"),
+            (course_bleu, "brevity_penalty", "helpers.bleu.brevity_penalty"),
             (course_bleu, "sacrebleu_score", "helpers.bleu.sacrebleu_score")]
     try:
         import sacrebleu
         from sacrebleu.metrics import BLEU as SacreBLEU
     except ImportError:
         return refs
-    return refs + [(sacrebleu, "corpus_bleu", "sacrebleu.corpus_bleu"),
-                   (sacrebleu, "sentence_bleu", "sacrebleu.sentence_bleu"),
-                   (SacreBLEU, "corpus_score", "sacrebleu's BLEU().corpus_score"),
-                   (SacreBLEU, "sentence_score", "sacrebleu's BLEU().sentence_score")]
+    refs += [(sacrebleu, name, f"sacrebleu.{name}")
+             for name in ("corpus_bleu", "sentence_bleu", "raw_corpus_bleu") if hasattr(sacrebleu, name)]
+    return refs + [(SacreBLEU, name, f"sacrebleu's BLEU.{name}")
+                   for name in ("corpus_score", "sentence_score", "compute_bleu", "_compute_score_from_stats",
+                                "_extract_corpus_statistics", "_compute_f_score") if hasattr(SacreBLEU, name)]
 
 
 def _score(my_bleu, hyps, refs, what):
