@@ -3,6 +3,7 @@ where subword-nmt is missing), and every named mistake, written here independent
 gets its hint; the references are refused."""
 
 import functools
+import pathlib
 import sys
 from collections import Counter
 
@@ -15,6 +16,7 @@ from fuzz import assert_survives
 from printed import printed
 
 END = "</w>"
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def learner(start="glued", weighted=True, across=False, first_only=False, tie="last", stop=2,
@@ -92,6 +94,23 @@ def test_a_right_loop_passes_against_subword_nmt(capsys):
     pytest.importorskip("subword_nmt")
     line = printed(capsys, check_learn_merges, learner())
     assert line.startswith(PASSED) and "subword-nmt's" in line
+
+
+def test_the_notebooks_solution_passes(capsys):
+    """The check cell of notebook 09 is not compared by output (its line depends on subword-nmt being
+    installed): run the notebook's own solution through the check here."""
+    pytest.importorskip("subword_nmt")
+    import nbformat
+    nb = nbformat.read(ROOT / "solutions" / "09_translation.ipynb", as_version=4)
+    (cell,) = [c for c in nb.cells
+               if "def my_learn_merges" in c.source and "solution" in c.metadata.get("tags", [])]
+    namespace = {"Counter": Counter}
+    exec(cell.source, namespace)
+    line = printed(capsys, check_learn_merges, namespace["my_learn_merges"])
+    assert line.startswith(PASSED) and "subword-nmt's" in line
+    placeholder = {"Counter": Counter}
+    exec(cell.metadata["exercise"], placeholder)
+    assert printed(capsys, check_learn_merges, placeholder["my_learn_merges"]).startswith("Not answered yet:")
 
 
 def test_without_subword_nmt_the_check_says_so(capsys, monkeypatch):
