@@ -215,20 +215,22 @@ def digits(n):
 DIGIT_WEIGHTS = {1: 1, 2: 1, 3: 1, 4: 2, 5: 2, 6: 3}
 
 
-def training_batches(pairs, vocab, size, generator, weights=DIGIT_WEIGHTS):
+def training_batches(pairs, vocab, size, generator, weights=DIGIT_WEIGHTS, tokens=token_pairs):
     """A function that returns a new random training batch of `size` pairs at each call.
 
     Batched by approximate length, as the paper does (§5.1): each batch holds numbers of one
     number of digits (so of similar lengths, and little padding), drawn with `weights` (longer
     numbers more often: there are more of them and they are harder), then `size` random
     pairs of that many digits. The pairs are turned into ids once; a batch is rows of them.
+    tokens: pairs -> (source tokens, target tokens), token_pairs by default (words; helpers.bpe's
+    Segmenter.piece_pairs gives byte-pair pieces).
     """
     groups = {}
     for p in pairs:
         groups.setdefault(digits(p.number), []).append(p)
     keys = sorted(d for d in groups if weights.get(d, 0) > 0)
     w = torch.tensor([float(weights[d]) for d in keys])
-    tensors = {d: make_batch(token_pairs(groups[d]), vocab) for d in keys}
+    tensors = {d: make_batch(tokens(groups[d]), vocab) for d in keys}
 
     def next_batch():
         d = keys[int(torch.multinomial(w, 1, generator=generator))]
@@ -284,11 +286,12 @@ CHECKPOINTS = pathlib.Path(__file__).resolve().parent / "checkpoints"
 BELOW_MODEL = "numbers_below_100000.pt"
 
 
-def train_numbers(pairs, vocab, seed=0, steps=STEPS, weights=DIGIT_WEIGHTS, progress=True):
+def train_numbers(pairs, vocab, seed=0, steps=STEPS, weights=DIGIT_WEIGHTS, progress=True,
+                  tokens=token_pairs):
     """Notebook 09's training run: one thread, the tiny model, the paper's recipe (Adam with
     warmup 400, dropout 0.1, label smoothing 0.1), `steps` batches of 64 from training_batches,
     the last 5 checkpoints (every 100 steps) averaged. Returns (averaged model in eval mode,
-    history of helpers.recipe.train)."""
+    history of helpers.recipe.train). tokens: as in training_batches."""
     from helpers import seed_all
     from helpers.model import Transformer
     from helpers.recipe import adam_with_warmup, average_weights, smoothed_loss, train
@@ -299,7 +302,7 @@ def train_numbers(pairs, vocab, seed=0, steps=STEPS, weights=DIGIT_WEIGHTS, prog
     model = Transformer(vocab=len(vocab), p=0.1, **TINY)
     opt, sched = adam_with_warmup(model, d_model=TINY["d"], warmup=WARMUP)
     history = train(model, opt, sched, smoothed_loss(PAD), steps=steps,
-                    next_batch=training_batches(pairs, vocab, BATCH, gen, weights), every=100, keep=5,
+                    next_batch=training_batches(pairs, vocab, BATCH, gen, weights, tokens), every=100, keep=5,
                     progress=progress)
     model.load_state_dict(average_weights(history["checkpoints"]))
     return model.eval(), history

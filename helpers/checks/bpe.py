@@ -1,0 +1,268 @@
+"""Checks for notebook 09's byte-pair encoding exercise: the merge-learning loop.
+
+``check_learn_merges(my_learn_merges)`` runs the learner's ``my_learn_merges(texts, n_merges)`` on
+two small corpora and on 09's training texts (English and French together) for 50 and 200 merges,
+and compares the merges, in order, with subword-nmt's (Sennrich's own implementation) where it is
+installed, with ``helpers.bpe.learn_merges`` elsewhere. A wrong answer is matched against what each
+typical mistake returns (``learn_variant``), then against a tie at the first merge that differs.
+"""
+
+import functools
+from collections import Counter
+
+from helpers import bpe, translation
+from helpers.checks import Hint, Passed, call, checker
+
+NAME = "my_learn_merges(texts, n_merges)"
+
+# Sennrich et al.'s example (their Figure 1): low x5, lower x2, newest x6, widest x3
+TOY = ["low"] * 5 + ["lower"] * 2 + ["newest"] * 6 + ["widest"] * 3
+# several words per text, a pair twice in one word (b a n a n a), words seen once, a long word
+CORPUS = ["a banana", "a bandana", "a banana and a bandana", "bananas", "ananas", "nan", "a a",
+          "cabana cabanas"]
+TOY_MERGES, CORPUS_MERGES = 10, 40   # the corpus runs out of pairs seen twice before 40
+TEXT_MERGES = (50, 200)              # on notebook 09's training texts
+
+
+# --- what each mistake returns ----------------------------------------------------------------
+
+def _start(word, mark):
+    if mark == "glued":
+        return bpe.symbols(word)
+    if mark == "apart":
+        return (*word, bpe.END)
+    return tuple(word)
+
+
+def _units(texts, unit, mark, weighted):
+    """{symbols: weight}: words (as the reference), or whole texts (pairs across words)."""
+    if unit == "words":
+        counts = Counter(w for t in texts for w in t.split())
+        starts = {_start(w, mark): c for w, c in counts.items()}
+    elif unit == "texts":                       # each text's words, symbols end to end
+        starts = Counter(tuple(s for w in t.split() for s in _start(w, mark)) for t in texts)
+    else:                                       # each text as one string, spaces included
+        starts = Counter(_start(t, mark) for t in texts if t)
+    return {s: (c if weighted else 1) for s, c in starts.items()}
+
+
+def _merge_first(pair, word):
+    for i in range(len(word) - 1):
+        if (word[i], word[i + 1]) == pair:
+            return (*word[:i], word[i] + word[i + 1], *word[i + 2:])
+    return word
+
+
+def _pick(counts, tie):
+    if tie == "first counted":                  # max() keeps the first of equal counts
+        return max(counts, key=counts.get)
+    if tie == "smallest":
+        return min(counts, key=lambda p: (-counts[p], p))
+    return bpe.best_pair(counts)
+
+
+def learn_variant(texts, n_merges, unit="words", mark="glued", weighted=True, first_only=False,
+                  tie="last", stop=True, update="recount"):
+    """The merges learnt with one mistake (the defaults make none).
+
+    unit: "words", "texts" (a text's words end to end: pairs across words) or "strings" (a text as
+    one string, spaces as characters); mark: "glued" (l o w</w>), "apart" (l o w </w>) or "none";
+    weighted: pairs weighted by the word's count, or once per word type; first_only: merge only
+    the first occurrence in a word; tie: "last" (subword-nmt), "first counted" or "smallest";
+    stop: stop when no pair occurs twice (else go on while any pair is left); update:
+    "recount" (count again after each merge), "stale" (only the merged pair set to 0),
+    "no decrement" (new pairs added, the pairs around a merge not subtracted) or
+    "no increment" (the pairs around a merge subtracted, the new pairs never added).
+    """
+    vocab = _units(texts, unit, mark, weighted)
+    merge = _merge_first if first_only else bpe.merge_pair
+    counts = bpe.pair_counts(vocab)
+    merges = []
+    for _ in range(n_merges):
+        counts = Counter({p: c for p, c in counts.items() if c > 0})
+        if not counts:
+            break
+        pair = _pick(counts, tie)
+        if stop and counts[pair] < bpe.MIN_FREQUENCY:
+            break
+        merges.append(pair)
+        new_vocab = {}
+        for word, count in vocab.items():
+            merged = merge(pair, word)
+            new_vocab[merged] = new_vocab.get(merged, 0) + count
+        if update == "recount":
+            counts = bpe.pair_counts(new_vocab)
+        else:
+            before, after = bpe.pair_counts(vocab), bpe.pair_counts(new_vocab)
+            for p in set(before) | set(after):
+                change = after[p] - before[p]
+                if (change > 0 and update == "no decrement") or (change < 0 and update == "no increment"):
+                    counts[p] += change
+            counts[pair] = 0
+        vocab = new_vocab
+    return merges
+
+
+MISTAKES = [
+    ("Your pairs are counted once per word type: weight each pair by how often its word occurs "
+     "(\"low\" 5 times in the texts gives the pair (l, o) 5).", {"weighted": False}),
+    ("Your pairs cross word boundaries: count pairs inside each word only (split each text on "
+     "spaces into words first, and count the words); BPE never joins the end of one word to the "
+     "start of the next.", {"unit": "texts"}),
+    ("Your pairs cross word boundaries (each text is one string, its spaces counted as "
+     "characters): split each text on spaces into words and count the words first.",
+     {"unit": "strings"}),
+    ("The end-of-word mark is missing: start each word from its characters with </w> glued to the "
+     "last one (\"low\" -> l o w</w>), so that a piece that ends a word differs from the same "
+     "letters inside one.", {"mark": "none"}),
+    ("Your end-of-word mark is a symbol of its own (l o w </w>, as in the 2016 paper's example): "
+     "subword-nmt 0.3.8 glues it to the last character (l o w</w>), and so does this course.",
+     {"mark": "apart"}),
+    ("You merge only the first occurrence of the pair in each word: merge every occurrence, left "
+     "to right (merging (a, n) in b a n a n a</w> gives b an an a</w>).", {"first_only": True}),
+    ("Your pair counts are not updated after a merge (only the merged pair goes to 0): the pairs "
+     "around each merged occurrence change too; count the pairs again after each merge.",
+     {"update": "stale"}),
+    ("After a merge you add the new pairs but do not subtract the old ones around it: in x A B y, "
+     "merging (A, B) removes (x, A) and (B, y) as it adds (x, AB) and (AB, y). Count the pairs "
+     "again after each merge.", {"update": "no decrement"}),
+    ("After a merge you subtract the pairs around it but never count the new ones: in x A B y, "
+     "merging (A, B) adds (x, AB) and (AB, y). Count the pairs again after each merge.",
+     {"update": "no increment"}),
+    ("You go on merging pairs seen only once: stop, as subword-nmt does, when the most frequent "
+     "pair occurs fewer than 2 times.", {"stop": False}),
+]
+
+
+# --- the learner's answer -----------------------------------------------------------------------
+
+def _references():
+    refs = [(bpe, name, f"helpers.bpe.{name}") for name in
+            ("learn_merges", "pair_counts", "best_pair", "merge_pair", "symbols", "word_counts",
+             "subword_nmt_merges")]
+    try:
+        from subword_nmt import learn_bpe
+    except ImportError:
+        return refs
+    return refs + [(learn_bpe, name, f"subword_nmt's {name}") for name in
+                   ("learn_bpe", "get_pair_statistics", "replace_pair", "update_pair_statistics",
+                    "get_vocabulary")]
+
+
+def _is_reference(fn):
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    own = [bpe.learn_merges, bpe.subword_nmt_merges]
+    try:
+        from subword_nmt import learn_bpe
+        own.append(learn_bpe.learn_bpe)
+    except ImportError:
+        pass
+    return any(fn is f for f in own)
+
+
+def _as_merges(out, n_merges):
+    """The learner's result as a list of (left, right) pairs of strings, or raise Hint."""
+    if isinstance(out, (str, bytes)):
+        raise Hint("my_learn_merges should return a list of pairs (left, right), got a string.")
+    if isinstance(out, (dict, set, frozenset, Counter)):
+        raise Hint("my_learn_merges should return the merges as a list of pairs, in the order they "
+                   f"were learnt, got a {type(out).__name__}.")
+    try:
+        items = list(out)
+    except TypeError:
+        raise Hint(f"my_learn_merges should return a list of pairs (left, right), got "
+                   f"{type(out).__name__}.") from None
+    merges = []
+    for item in items:
+        if isinstance(item, str):
+            if len(item.split(" ")) == 2:
+                raise Hint("Each merge should be a pair of strings (left, right), such as ('s', 't</w>'), "
+                           f"not one string such as {item!r}.")
+            raise Hint("Each merge should be the pair of symbols merged, (left, right), such as "
+                       f"('s', 't</w>'), not the new symbol ({item!r}).")
+        if not isinstance(item, (tuple, list)) or len(item) != 2 or \
+                not all(isinstance(s, str) for s in item):
+            raise Hint("Each merge should be a pair of two strings (left, right), such as ('s', 't</w>'); "
+                       f"got {item!r:.60}.")
+        merges.append((item[0], item[1]))
+    return merges
+
+
+def _run(my_learn_merges, texts, n_merges):
+    out = call(my_learn_merges, NAME, texts, n_merges, reference=_references(),
+               instead="count the pairs and merge them in your own loop.")
+    return _as_merges(out, n_merges)
+
+
+def _counts_at(texts, merges, step):
+    """The pair counts after the first `step` merges (of the reference's process)."""
+    vocab = {bpe.symbols(w): c for w, c in bpe.word_counts(texts).items()}
+    for pair in merges[:step]:
+        vocab = {bpe.merge_pair(pair, w): c for w, c in vocab.items()}
+    return bpe.pair_counts(vocab)
+
+
+def _hint(got, right, texts, n_merges, what, against, small=True):
+    """The hint for a learner's merges that differ from the right ones on one corpus (on a large
+    corpus, small=False, only the mistakes that count words: a text as one sequence is too slow)."""
+    for hint, flags in MISTAKES:
+        if (small or "unit" not in flags) and got == learn_variant(texts, n_merges, **flags):
+            return hint
+    if len(got) > n_merges:
+        return (f"On {what}, you returned {len(got)} merges for n_merges = {n_merges}: learn at most "
+                "n_merges merges.")
+    if got[: len(right)] == right and len(got) > len(right):
+        return (f"On {what}, you returned {len(got)} merges where {against} stops after {len(right)}: "
+                "stop when the most frequent pair occurs fewer than 2 times, or no pair is left.")
+    if len(got) < len(right) and got == right[: len(got)]:
+        if len(got) == n_merges - 1:
+            return (f"On {what}, you returned {len(got)} merges for n_merges = {n_merges}: one short "
+                    "(range(n_merges) makes n_merges steps).")
+        return (f"On {what}, your merges are right but stop after {len(got)}; {against} learns "
+                f"{len(right)}: stop only when the most frequent pair occurs fewer than 2 times.")
+    i = next(i for i, (a, b) in enumerate(zip(got, right, strict=False)) if a != b)
+    counts = _counts_at(texts, right, i)
+    mine, theirs = got[i], right[i]
+    if counts[mine] == counts[theirs]:
+        return (f"On {what}, merge number {i + 1}: you chose {mine}, {against} {theirs}, both seen "
+                f"{counts[theirs]:,} times: break a tie as subword-nmt does, with the pair that comes "
+                "last in string order: max(counts, key=lambda pair: (counts[pair], pair)).")
+    start = f"On {what}, your first {i} merges are right; merge" if i else f"On {what}, merge"
+    return (f"{start} number {i + 1} should be {theirs} (seen {counts[theirs]:,} times after the merges "
+            f"before it), got {mine} (seen {counts[mine]:,} times then).")
+
+
+def training_texts():
+    """Notebook 09's training texts, English and French together, as the merges learn them."""
+    return bpe.texts_of(translation.load_pairs("train"))
+
+
+@checker
+def check_learn_merges(my_learn_merges):
+    """my_learn_merges(texts, n_merges) -> the merges, against subword-nmt (or helpers.bpe)."""
+    if _is_reference(my_learn_merges):
+        return ("my_learn_merges is the reference this check compares with, so it checks nothing: "
+                "write the loop yourself.")
+    for what, texts, n_merges in (("Sennrich's example (low, lower, newest, widest)", TOY, TOY_MERGES),
+                                  ("a small corpus of several words per text", CORPUS, CORPUS_MERGES)):
+        got = _run(my_learn_merges, texts, n_merges)
+        right = bpe.learn_merges(texts, n_merges)
+        if got != right:
+            return _hint(got, right, texts, n_merges, what, "the course")
+    texts = training_texts()
+    theirs = bpe.subword_nmt_merges(texts, max(TEXT_MERGES))
+    against = "subword-nmt" if theirs is not None else "helpers.bpe"
+    right_all = theirs if theirs is not None else bpe.learn_merges(texts, max(TEXT_MERGES))
+    for n_merges in TEXT_MERGES:
+        got = _run(my_learn_merges, texts, n_merges)
+        right = right_all[:n_merges]
+        if got != right:
+            return _hint(got, right, texts, n_merges, f"09's training texts ({n_merges} merges)", against,
+                         small=False)
+    if theirs is None:
+        return Passed("Your merges equal the course's helpers.bpe.learn_merges, in order, on 09's "
+                      "training texts for 50 and 200 merges and on two small corpora (subword-nmt is "
+                      "not installed here: pip install subword-nmt to compare with it).")
+    return Passed("Your merges equal subword-nmt's (Sennrich's own implementation), in the same order, "
+                  "on 09's training texts for 50 and 200 merges, and the course's on two small corpora.")
