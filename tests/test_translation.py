@@ -115,13 +115,14 @@ def test_rule_of_mistake_names_what_each_typical_mistake_gets_wrong():
         (387_584, "trois cent quatre-vingt-sept mille cinq cent quatre-vingt-quatre",
          "trois cent quatre-vingt-sept mille cinq cent quatre-vingt" + "-quatre" * 24, loop),
         (3, "trois", "quatre", word),
-        (17_492, "dix-sept mille quatre cent quatre-vingt-douze", "dix-quatre mille quatre cent quatre-vingt-douze",
-         word),
+        (17_492, "dix-sept mille quatre cent quatre-vingt-douze",
+         "dix-quatre mille quatre cent quatre-vingt-douze", word),
         (300, "trois cents", "deux cents", word),                                   # the hundreds digit
         (400_096, "quatre cent mille quatre-vingt-seize", "quatre cent quatre-vingt-seize mille", group),
         (45_100, "quarante-cinq mille cent", "quarante-cinq mille cent un", group),   # writes on
         (1_001, "mille un", "mille", group),                                          # stops early
-        (311_552, "trois cent onze mille cinq cent cinquante-deux", "trois mille cinq cent cinquante-deux", group),
+        (311_552, "trois cent onze mille cinq cent cinquante-deux", "trois mille cinq cent cinquante-deux",
+         group),
         (101, "cent un", "cent mille", group),
     ]
     for number, right, wrong, expected in cases:
@@ -144,7 +145,8 @@ def test_attention_maps_and_mean_weight():
     assert [tuple(w.shape) for w in maps["encoder"]] == [(2, 2, 3, 3)] * 2
     assert [tuple(w.shape) for w in maps["decoder"]] == [(2, 2, 4, 4)] * 2
     assert [tuple(w.shape) for w in maps["cross"]] == [(2, 2, 4, 3)] * 2
-    assert all(m.weights is None and not m.keep_weights for m in model.modules() if hasattr(m, "keep_weights"))
+    attention = [m for m in model.modules() if hasattr(m, "keep_weights")]
+    assert all(m.weights is None and not m.keep_weights for m in attention)
     assert torch.allclose(maps["encoder"][0][1, :, 0, 1:], torch.zeros(2))        # padding is not read
     weights = torch.rand(2, 3, 4, 4)
     tokens = [["a", "b", "c", "d"], ["b", "a"]]
@@ -490,8 +492,8 @@ def test_early_stop_question_names_each_mistake(capsys):
 
 def test_tokenised_bleu_question(capsys):
     assert printed(capsys, check_tokenised_bleu, "cannot tell").startswith(PASSED)
-    for wrong, words in (("B is better", "counted on different tokens"), ("A is better", "depends on the text"),
-                         ("equal", "equally good")):
+    for wrong, words in (("B is better", "counted on different tokens"),
+                         ("A is better", "depends on the text"), ("equal", "equally good")):
         assert words in printed(capsys, check_tokenised_bleu, wrong)
     assert printed(capsys, check_tokenised_bleu, None).startswith("Not answered yet:")
     for odd in (3, "maybe", ["cannot tell"], True):
@@ -507,7 +509,8 @@ def test_below_inputs_question(capsys):
     assert "90,909 is below 100,000" in printed(capsys, check_below_inputs, {"eighty-one thousand"})
     assert "hundred\" before \"thousand" in printed(capsys, check_below_inputs,
                                                      right | {"one hundred thousand and one"})
-    assert "short as it is" in printed(capsys, check_below_inputs, right | {"three hundred thousand and three"})
+    assert "short as it is" in printed(capsys, check_below_inputs,
+                                       right | {"three hundred thousand and three"})
     assert printed(capsys, check_below_inputs, None).startswith("Not answered yet:")
     for odd in (3, "maybe", ["eighty-one"], True, {"eighty-one thousand": 1}):
         assert_survives(capsys, check_below_inputs, odd)
