@@ -248,7 +248,7 @@ def training_batches(pairs, vocab, size, generator, weights=DIGIT_WEIGHTS):
 RULES = ["the s of vingts and cents", "et in 21, 31, ..., 71", "70 to 99 (base 20)",
          "a word repeated (a loop)", "another digit word", "cent, mille or the end misplaced"]
 IRREGULAR = RULES[:3]       # the rules that make French numbers irregular; the others are not rules
-LOOP = 3                    # a word written this many times in a row: no French number does it
+LOOP = 3                    # a word (or words) written this many times in a row: no French number does
 
 
 def first_difference(right, wrong):
@@ -261,10 +261,15 @@ def first_difference(right, wrong):
 
 
 def repeats(tokens, times=LOOP):
-    """True when some word (hyphens and commas aside) comes `times` times in a row, as in
-    "quarante quarante quarante": no French number has even the same word twice in a row."""
+    """True when some word, or some run of up to 3 words, comes `times` times in a row (hyphens
+    and commas aside), as in "quarante quarante quarante" or "neuf cent neuf cent neuf cent": no
+    French number does it."""
     words = [t for t in tokens if t not in ("-", ",")]
-    return any(len(set(words[i:i + times])) == 1 for i in range(len(words) - times + 1))
+    for n in (1, 2, 3):
+        for i in range(len(words) - n * times + 1):
+            if all(words[i + k * n: i + (k + 1) * n] == words[i: i + n] for k in range(1, times)):
+                return True
+    return False
 
 
 def parts(number, tokens):

@@ -114,6 +114,7 @@ def test_rule_of_mistake_names_what_each_typical_mistake_gets_wrong():
         (40, "quarante", "quarante quarante quarante", loop),
         (387_584, "trois cent quatre-vingt-sept mille cinq cent quatre-vingt-quatre",
          "trois cent quatre-vingt-sept mille cinq cent quatre-vingt" + "-quatre" * 24, loop),
+        (219, "deux cent dix-neuf", "deux cent neuf cent neuf cent neuf cent", loop),   # a phrase loop
         (3, "trois", "quatre", word),
         (17_492, "dix-sept mille quatre cent quatre-vingt-douze",
          "dix-quatre mille quatre cent quatre-vingt-douze", word),
