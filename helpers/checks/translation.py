@@ -458,7 +458,7 @@ def check_below_inputs(answer):
             "eighty-one thousand": "\"eighty-one thousand\" is below 100,000 and made of patterns the "
                                    "training rows have: the model gets it right, as it gets almost every "
                                    "unseen number below 100,000.",
-            "ninety thousand, nine hundred and nine": "90,909 is below 100,000: its length (9 tokens) and "
+            "ninety thousand, nine hundred and nine": "90,909 is below 100,000: its length (7 tokens) and "
                                                       "its words are all in the training rows' patterns, "
                                                       "and the model gets it right.",
             "one hundred thousand and one": fails + ".",
