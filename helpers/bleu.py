@@ -4,10 +4,11 @@ For n = 1 to 4, the clipped n-gram precision p_n: over every sentence, each n-gr
 hypothesis counts at most as often as it appears in that sentence's reference; the sum of these
 counts over the corpus, divided by the number of n-grams of all the hypotheses. Then
 
-    BLEU = 100 · BP · exp(Σ_n ¼ log p_n),   BP = 1 if c > r else exp(1 - r / c),
+    BLEU = 100 · BP · exp(Σ_n ¼ log p_n),   BP = 1 if ℓ_hyp > ℓ_ref else exp(1 - ℓ_ref / ℓ_hyp),
 
-c and r the corpus's total hypothesis and reference lengths. A precision of 0 (no matching
-n-gram of some order, or no n-gram of that order at all) makes BLEU 0, and so does c = 0.
+ℓ_hyp and ℓ_ref the corpus's total hypothesis and reference lengths in tokens (``c`` and ``r``
+in the dictionaries below, Papineni et al.'s letters). A precision of 0 (no matching n-gram of
+some order, or no n-gram of that order at all) makes BLEU 0, and so does ℓ_hyp = 0.
 This equals ``sacrebleu.corpus_bleu(hyps, [refs], tokenize="none", smooth_method="none")`` on
 the same tokens joined by spaces (sacrebleu's default smoothing, "exp", only differs where a
 precision is 0).
@@ -28,7 +29,8 @@ def ngrams(tokens, n):
 
 def statistics(hypotheses, references, max_n=MAX_N):
     """What BLEU is computed from: matches[n - 1] (clipped) and totals[n - 1], summed over the
-    corpus for n = 1 .. max_n, and the corpus lengths c (hypotheses) and r (references)."""
+    corpus for n = 1 .. max_n, and the corpus lengths c = ℓ_hyp (hypotheses) and r = ℓ_ref
+    (references)."""
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
     matches, totals = [0] * max_n, [0] * max_n
@@ -44,7 +46,8 @@ def statistics(hypotheses, references, max_n=MAX_N):
 
 
 def brevity_penalty(c, r):
-    """1 when the hypotheses are longer than the references (c > r), else exp(1 - r / c)."""
+    """1 when the hypotheses are longer than the references (c = ℓ_hyp > r = ℓ_ref), else
+    exp(1 - r / c)."""
     if c > r:
         return 1.0
     return math.exp(1 - r / c) if c > 0 else 0.0
@@ -67,14 +70,20 @@ def corpus_bleu(hypotheses, references, max_n=MAX_N):
     return bleu_parts(hypotheses, references, max_n)["bleu"]
 
 
-def sacrebleu_score(hypotheses, references):
-    """sacrebleu's corpus BLEU on the same tokens (None when sacrebleu is not installed):
-    tokenize="none" scores the tokens as given (split on spaces), smooth_method="none" keeps a
-    zero precision a zero."""
+def sacrebleu_score(hypotheses, references, tokenize="none", smooth_method="none"):
+    """sacrebleu's corpus BLEU (None when sacrebleu is not installed). Sentences are token lists
+    (joined by spaces) or strings. By default tokenize="none" scores the tokens as given (split
+    on spaces) and smooth_method="none" keeps a zero precision a zero; sacrebleu's own defaults
+    are "13a" (which splits punctuation but not the hyphens between letters: "quatre-vingt-dix"
+    stays one token) and "exp" (a zero precision p_n becomes 1 / (2^k · totals[n]), k counting
+    the zero precisions so far, but an order with no n-gram at all stays 0)."""
     try:
         import sacrebleu
     except ImportError:
         return None
-    result = sacrebleu.corpus_bleu([" ".join(h) for h in hypotheses], [[" ".join(r) for r in references]],
-                                   tokenize="none", smooth_method="none")
+
+    def text(sentence):
+        return sentence if isinstance(sentence, str) else " ".join(sentence)
+    result = sacrebleu.corpus_bleu([text(h) for h in hypotheses], [[text(r) for r in references]],
+                                   tokenize=tokenize, smooth_method=smooth_method)
     return result.score

@@ -1,5 +1,6 @@
 """Drawings the notebooks share.
 
+``attention_grid`` draws one attention map (a row per reading token, a column per token read).
 ``draw_transformer`` draws the paper's Figure 1 (the encoder–decoder) for a given size, with the
 tensor shape written on every arrow. The shapes are computed from the configuration and the
 example's sizes by ``transformer_shapes``, so a notebook can check them against a real run.
@@ -274,3 +275,20 @@ def draw_attention(d_model, heads, n, batch=1, title=None):
                  f"batch {batch}: the shape on every arrow (batch, heads, queries or tokens, ...)",
                  fontsize=11)
     return fig, s
+
+
+def attention_grid(ax, table, rows, cols, title, numbers=True, vmax=1.0):
+    """One attention map: table (len(rows), len(cols)) from white (0) to dark blue (vmax), a row per
+    reading token (labelled on the left), a column per token read; each weight written in its cell
+    when `numbers` is true (weights of 0.05 or less are left blank, to keep a small grid legible)."""
+    table = table.detach().float()
+    ax.imshow(table, cmap="Blues", vmin=0, vmax=vmax, aspect="auto")
+    if numbers:
+        for a in range(len(rows)):
+            for b in range(len(cols)):
+                if table[a, b] > 0.05:
+                    ax.text(b, a, f"{table[a, b]:.1f}", ha="center", va="center", fontsize=7,
+                            color="white" if table[a, b] > 0.6 * vmax else "black")
+    ax.set_xticks(range(len(cols)), cols, rotation=60, ha="right", fontsize=8)
+    ax.set_yticks(range(len(rows)), rows, fontsize=8)
+    ax.set_title(title, fontsize=9)

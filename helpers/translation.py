@@ -18,7 +18,10 @@ number: no test number is ever in the training rows.
 - ``load_pairs(split)``: the shipped rows of one split as ``Pair(number, english, french)``.
 - ``make_batch(pairs, vocab)``: pairs of token lists -> padded ``src``, ``tgt_in`` (``<s>`` +
   target) and ``tgt_out`` (target + ``</s>``); ``training_batches``: batches of one number of digits.
-- ``rule_of_mistake``: which rule of French numbers a wrong translation breaks.
+- ``rule_of_mistake``: what a wrong translation gets wrong (a rule of French numbers, a loop, a
+  digit word, a misplaced group); ``hits_limit``: outputs that never wrote ``</s>``.
+- ``attention_maps``: every attention's weights, head by head; ``mean_weight``: how much a kind
+  of token reads another, head by head.
 - ``train_numbers``: the notebook's training run; the second model of the notebook, trained on the
   numbers below 100,000 only, is shipped in ``helpers/checkpoints/numbers_below_100000.pt``, made by
 
@@ -244,10 +247,10 @@ def training_batches(pairs, vocab, size, generator, weights=DIGIT_WEIGHTS, token
 
 # --- the rules of French numbers, for grouping a model's mistakes ------------------------------
 
-BASE_20 = {"soixante", "quatre", "vingt", "vingts", "dix", "onze", "douze", "treize", "quatorze",
-           "quinze", "seize"}
 RULES = ["the s of vingts and cents", "et in 21, 31, ..., 71", "70 to 99 (base 20)",
-         "cent, mille and where to stop", "another word"]
+         "a word repeated (a loop)", "another digit word", "cent, mille or the end misplaced"]
+IRREGULAR = RULES[:3]       # the rules that make French numbers irregular; the others are not rules
+LOOP = 3                    # a word (or words) written this many times in a row: no French number does
 
 
 def first_difference(right, wrong):
@@ -259,9 +262,49 @@ def first_difference(right, wrong):
     return None if len(right) == len(wrong) else min(len(right), len(wrong))
 
 
+def repeats(tokens, times=LOOP):
+    """True when some word, or some run of up to 3 words, comes `times` times in a row (hyphens
+    and commas aside), as in "quarante quarante quarante" or "neuf cent neuf cent neuf cent": no
+    French number does it."""
+    words = [t for t in tokens if t not in ("-", ",")]
+    for n in (1, 2, 3):
+        for i in range(len(words) - n * times + 1):
+            if all(words[i + k * n: i + (k + 1) * n] == words[i: i + n] for k in range(1, times)):
+                return True
+    return False
+
+
+def parts(number, tokens):
+    """The part of the number each French token writes: ("tens", group), ("hundreds", group),
+    "cent" or "mille", where group is the three-digit group (number // 1000 before "mille",
+    number % 1000 after). "tens" is the last two digits of a group, hyphens included
+    ("quatre-vingt-dix-sept"); "hundreds" the digit word before "cent"."""
+    before = "mille" in tokens
+    labels = []
+    for i, token in enumerate(tokens):
+        group = number // 1000 if before else number % 1000
+        if token == "mille":
+            labels.append("mille")
+            before = False
+        elif token in ("cent", "cents"):
+            labels.append("cent")
+        elif i + 1 < len(tokens) and tokens[i + 1] in ("cent", "cents"):
+            labels.append(("hundreds", group))
+        else:
+            labels.append(("tens", group))
+    return labels
+
+
 def rule_of_mistake(number, right, wrong):
-    """Which rule of French numbers a wrong translation breaks, judged at the first token where it
-    differs from the right one (right and wrong are token lists): one of RULES."""
+    """What a wrong translation gets wrong (right and wrong are token lists): one of RULES.
+
+    A loop is a word repeated (``repeats``). Otherwise the mistake is judged at the first token
+    where the two differ, in the part of the number that token writes (``parts``): a missing or
+    extra s of cent/vingt, a missing or extra et, a group whose last two digits are 70 to 99
+    written wrong (base 20), another tens, units or hundreds word wrong, or a cent, a mille or
+    the end in the wrong place (a group left out, added or stopped early)."""
+    if repeats(wrong):
+        return RULES[3]
     i = first_difference(right, wrong)
     a = right[i] if i < len(right) else "</s>"
     b = wrong[i] if i < len(wrong) else "</s>"
@@ -270,13 +313,61 @@ def rule_of_mistake(number, right, wrong):
         return RULES[0]
     if "et" in pair:
         return RULES[1]
-    thousands = "mille" in right and i <= right.index("mille")
-    group = number // 1000 if thousands else number % 1000
-    if 70 <= group % 100 <= 99 and pair & BASE_20:
+    labels = parts(number, right)
+    if a == "-" or (b == "-" and i > 0):    # a compound cut short or written on: its own part
+        part = labels[i] if a == "-" else labels[i - 1]
+    elif b in ("</s>", "cent", "cents", "mille"):   # stopped early, or a group word out of place
+        part = "end"
+    else:
+        part = labels[i] if i < len(right) else "end"
+    if part in ("cent", "mille", "end"):
+        return RULES[5]
+    kind, group = part
+    if kind == "tens" and 70 <= group % 100 <= 99:
         return RULES[2]
-    if pair & {"cent", "cents", "mille", "</s>"}:
-        return RULES[3]
     return RULES[4]
+
+
+def hits_limit(outputs):
+    """(batch,) booleans: the decoded rows (ids, starting with <s>) that never wrote </s>, so ran
+    on to the length limit."""
+    return ~(outputs == EOS).any(1)
+
+
+# --- what each attention reads ----------------------------------------------------------------
+
+@torch.no_grad()
+def attention_maps(model, src, tgt_in):
+    """Every attention's weights, head by head, with the decoder reading tgt_in (teacher forcing):
+    {"encoder": [(batch, h, n_src, n_src) per layer], "decoder": [(batch, h, n_tgt, n_tgt)],
+    "cross": [(batch, h, n_tgt, n_src)]}. Rows are the reading positions, columns the read ones."""
+    from helpers.model import keep_attention_weights
+
+    keep_attention_weights(model)
+    try:
+        model(src, tgt_in)
+        return {"encoder": [layer.self_attn.weights for layer in model.encoder_layers],
+                "decoder": [layer.self_attn.weights for layer in model.decoder_layers],
+                "cross": [layer.cross_attn.weights for layer in model.decoder_layers]}
+    finally:
+        keep_attention_weights(model, False)
+
+
+def mean_weight(weights, tokens, reader, read):
+    """The mean weight, head by head, that a reading token gives the tokens it reads, over a batch.
+
+    weights: one layer's (batch, h, n, n) self-attention; tokens: each row's tokens (lists);
+    reader(t, i) says whether position i of the tokens t reads, read(t, i) the positions it reads
+    (their weights added). Returns (h,): the mean over every reading position of the batch (NaN
+    if there is none)."""
+    pick = torch.zeros(weights.shape[0], weights.shape[2], weights.shape[3])
+    for row, t in enumerate(tokens):
+        for i in range(len(t)):
+            if reader(t, i):
+                pick[row, i, read(t, i)] = 1.0
+    readers = int((pick.sum(-1) > 0).sum())
+    return torch.einsum("bhij,bij->h", weights.float(), pick) / readers if readers else \
+        torch.full((weights.shape[1],), float("nan"))
 
 
 # --- training (the notebook's training cell as a function) and the shipped second model -------

@@ -13,8 +13,9 @@ import torch
 from fuzz import assert_survives, wrong_functions
 from helpers import bleu, translation
 from helpers.checks import PASSED
-from helpers.checks.translation import (check_above_question, check_bleu, check_bleu_meaning,
-                                        check_make_batch, check_short_bleu)
+from helpers.checks.translation import (check_above_question, check_below_inputs, check_bleu,
+                                        check_bleu_meaning, check_early_stop_bleu, check_make_batch,
+                                        check_short_bleu, check_tokenised_bleu)
 from helpers.reversal import BOS, EOS, PAD
 from printed import printed
 
@@ -95,18 +96,65 @@ def test_training_batches_hold_one_number_of_digits_and_little_padding():
     assert set(sizes) == set(range(1, 7)) and sizes[6] > sizes[1]
 
 
-def test_rule_of_mistake_groups_typical_mistakes():
+def test_rule_of_mistake_names_what_each_typical_mistake_gets_wrong():
     t = translation.tokenize
     rule = translation.rule_of_mistake
-    assert rule(200, t("deux cents"), t("deux cent deux")) == translation.RULES[0]
-    assert rule(80_001, t("quatre-vingt mille un"), t("quatre-vingts mille un")) == translation.RULES[0]
-    assert rule(71, t("soixante et onze"), t("soixante-onze")) == translation.RULES[1]
-    assert rule(97, t("quatre-vingt-dix-sept"), t("quatre-vingt-sept")) == translation.RULES[2]
-    assert rule(400_096, t("quatre cent mille quatre-vingt-seize"),
-                t("quatre cent quatre-vingt-seize mille")) == translation.RULES[3]
-    assert rule(45_100, t("quarante-cinq mille cent"),
-                t("quarante-cinq mille cent un")) == translation.RULES[3]
-    assert rule(3, t("trois"), t("quatre")) == translation.RULES[4]
+    s_rule, et, base_20, loop, word, group = translation.RULES
+    assert translation.IRREGULAR == [s_rule, et, base_20]
+    cases = [
+        (200, "deux cents", "deux cent deux", s_rule),
+        (80_001, "quatre-vingt mille un", "quatre-vingts mille un", s_rule),
+        (71, "soixante et onze", "soixante-onze", et),
+        (21_406, "vingt et un mille quatre cent six", "vingt-quatre mille quatre cent six", et),
+        (97, "quatre-vingt-dix-sept", "quatre-vingt-sept", base_20),
+        (97, "quatre-vingt-dix-sept", "quatre-vingt", base_20),                    # cut short
+        (280_177, "deux cent quatre-vingt mille cent soixante-dix-sept",          # written on: 290
+         "deux cent quatre-vingt-dix mille cent soixante-dix-sept", base_20),
+        (890, "huit cent quatre-vingt-dix", "huit cent quatre-vingt-vingt-dix", base_20),
+        (40, "quarante", "quarante quarante quarante", loop),
+        (387_584, "trois cent quatre-vingt-sept mille cinq cent quatre-vingt-quatre",
+         "trois cent quatre-vingt-sept mille cinq cent quatre-vingt" + "-quatre" * 24, loop),
+        (219, "deux cent dix-neuf", "deux cent neuf cent neuf cent neuf cent", loop),   # a phrase loop
+        (3, "trois", "quatre", word),
+        (17_492, "dix-sept mille quatre cent quatre-vingt-douze",
+         "dix-quatre mille quatre cent quatre-vingt-douze", word),
+        (300, "trois cents", "deux cents", word),                                   # the hundreds digit
+        (400_096, "quatre cent mille quatre-vingt-seize", "quatre cent quatre-vingt-seize mille", group),
+        (45_100, "quarante-cinq mille cent", "quarante-cinq mille cent un", group),   # writes on
+        (1_001, "mille un", "mille", group),                                          # stops early
+        (311_552, "trois cent onze mille cinq cent cinquante-deux", "trois mille cinq cent cinquante-deux",
+         group),
+        (101, "cent un", "cent mille", group),
+    ]
+    for number, right, wrong, expected in cases:
+        assert rule(number, t(right), t(wrong)) == expected, (number, wrong)
+
+
+def test_no_french_number_repeats_a_word_and_hits_limit_finds_rows_without_eos():
+    assert not any(translation.repeats(translation.tokenize(p.french)) for _, p in translation.read_rows())
+    outputs = torch.tensor([[BOS, 5, EOS, PAD], [BOS, 5, 5, 5], [BOS, EOS, 7, 7]])
+    assert translation.hits_limit(outputs).tolist() == [False, True, False]
+
+
+def test_attention_maps_and_mean_weight():
+    torch.manual_seed(0)
+    from helpers.model import Transformer
+    model = Transformer(vocab=len(VOCAB), d=16, h=2, d_ff=32, n_layers=2, p=0.0).eval()
+    pairs = [(["two", "hundred", "thousand"], ["deux", "cent", "mille"]), (["six"], ["six"])]
+    src, tgt_in, _ = translation.make_batch(pairs, VOCAB)
+    maps = translation.attention_maps(model, src, tgt_in)
+    assert [tuple(w.shape) for w in maps["encoder"]] == [(2, 2, 3, 3)] * 2
+    assert [tuple(w.shape) for w in maps["decoder"]] == [(2, 2, 4, 4)] * 2
+    assert [tuple(w.shape) for w in maps["cross"]] == [(2, 2, 4, 3)] * 2
+    attention = [m for m in model.modules() if hasattr(m, "keep_weights")]
+    assert all(m.weights is None and not m.keep_weights for m in attention)
+    assert torch.allclose(maps["encoder"][0][1, :, 0, 1:], torch.zeros(2))        # padding is not read
+    weights = torch.rand(2, 3, 4, 4)
+    tokens = [["a", "b", "c", "d"], ["b", "a"]]
+    got = translation.mean_weight(weights, tokens, lambda t, i: t[i] == "b", lambda t, i: [0, len(t) - 1])
+    by_hand = (weights[0, :, 1, 0] + weights[0, :, 1, 3] + weights[1, :, 0, 0] + weights[1, :, 0, 1]) / 2
+    assert torch.allclose(got, by_hand)
+    assert translation.mean_weight(weights, tokens, lambda t, i: False, lambda t, i: [0]).isnan().all()
 
 
 # --- BLEU ----------------------------------------------------------------------------------------
@@ -424,6 +472,64 @@ def test_choice_questions(check, right, wrong, capsys):
     assert printed(capsys, check, None).startswith("Not answered yet:")
     for odd in (3, "maybe", ["easier task"], True):
         assert_survives(capsys, check, odd)
+
+
+def test_early_stop_question_names_each_mistake(capsys):
+    # two sentences: "vingt et un mille" for "vingt et un mille un", then one right; by hand:
+    # every p_n is 1, l_hyp = 9, l_ref = 10
+    right = 100 * math.exp(1 - 10 / 9)
+    assert printed(capsys, check_early_stop_bleu, round(right, 2)).startswith(PASSED)
+    assert printed(capsys, check_early_stop_bleu, right).startswith(PASSED)
+    first = 100 * math.exp(1 - 5 / 4)                          # the first sentence's own penalty
+    for wrong, words in ((100, "brevity penalty applies"), ((first + 100) / 2, "mean of the two sentences"),
+                         (first, "first sentence's BLEU alone"), (100 * math.exp(1 - 9 / 10), "upside down"),
+                         (90, "not the ratio"), (0, "No precision is 0"), (right / 100, "from 0 to 100"),
+                         (50, "Count the n-grams")):
+        assert words in printed(capsys, check_early_stop_bleu, wrong), wrong
+    assert printed(capsys, check_early_stop_bleu, None).startswith("Not answered yet:")
+    for odd in ("89.48", True, torch.tensor([1.0, 2.0]), float("nan"), [89.48]):
+        assert_survives(capsys, check_early_stop_bleu, odd)
+
+
+def test_tokenised_bleu_question(capsys):
+    assert printed(capsys, check_tokenised_bleu, "cannot tell").startswith(PASSED)
+    for wrong, words in (("B is better", "counted on different tokens"),
+                         ("A is better", "depends on the text"), ("equal", "equally good")):
+        assert words in printed(capsys, check_tokenised_bleu, wrong)
+    assert printed(capsys, check_tokenised_bleu, None).startswith("Not answered yet:")
+    for odd in (3, "maybe", ["cannot tell"], True):
+        assert_survives(capsys, check_tokenised_bleu, odd)
+
+
+def test_below_inputs_question(capsys):
+    right = {"eighty-one thousand", "ninety thousand, nine hundred and nine"}
+    assert printed(capsys, check_below_inputs, right).startswith(PASSED)
+    assert printed(capsys, check_below_inputs, sorted(right)).startswith(PASSED)
+    assert "eighty-one thousand\" is below 100,000" in printed(capsys, check_below_inputs,
+                                                                {"ninety thousand, nine hundred and nine"})
+    assert "90,909 is below 100,000" in printed(capsys, check_below_inputs, {"eighty-one thousand"})
+    assert "hundred\" before \"thousand" in printed(capsys, check_below_inputs,
+                                                     right | {"one hundred thousand and one"})
+    assert "short as it is" in printed(capsys, check_below_inputs,
+                                       right | {"three hundred thousand and three"})
+    assert printed(capsys, check_below_inputs, None).startswith("Not answered yet:")
+    for odd in (3, "maybe", ["eighty-one"], True, {"eighty-one thousand": 1}):
+        assert_survives(capsys, check_below_inputs, odd)
+
+
+def test_the_below_inputs_key_is_what_the_data_says():
+    """The question's key follows the data, not the model's rounding: the right inputs are below
+    100,000, never in the training rows, and the others have "hundred" before "thousand"."""
+    from num2words import num2words
+    from helpers.checks.translation import BELOW_INPUTS
+    words = {num2words(n, lang="en"): n for n in (81_000, 100_001, 90_909, 300_003)}
+    assert set(words) == set(BELOW_INPUTS)
+    train = {p.number for p in translation.load_pairs("train")}
+    for text, n in words.items():
+        assert n not in train
+        tokens = translation.tokenize(text)
+        hundred_first = "hundred" in tokens[: tokens.index("thousand")]
+        assert hundred_first == (n >= translation.BELOW)
 
 
 # --- the shipped second model ----------------------------------------------------------------------

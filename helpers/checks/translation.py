@@ -8,7 +8,7 @@ import torch
 
 from helpers import bleu as course_bleu
 from helpers import translation
-from helpers.checks import Hint, Passed, call, checker, choice, number
+from helpers.checks import Hint, Passed, call, checker, choice, choices, number
 from helpers.reversal import BOS, EOS, PAD
 
 # --- Your turn 1: pairs -> src, tgt_in, tgt_out -----------------------------------------------
@@ -407,7 +407,7 @@ def check_bleu_meaning(answer):
             "better model": "BLEU compares systems on the same test set; on different tasks its "
                             "numbers do not compare: the paper's model on our numbers would score "
                             "near 100 too.",
-            "sentence average": "Both are corpus BLEU, computed the same way (section 4); the "
+            "sentence average": "Both are corpus BLEU, computed the same way (section 5); the "
                                 "difference is in the task, not in the formula.",
             "seen in training": "The split is by number: no test number is in the training rows "
                                 "(section 1 checks it).",
@@ -423,10 +423,103 @@ def check_above_question(answer):
             "the model learnt what its examples show, not the rule that builds French numbers.",
         wrong={
             "unknown words": "Every token of the numbers above 100,000 appears in the training rows "
-                             "below 100,000 (section 8 prints it).",
+                             "below 100,000 (section 9 prints it).",
             "positions": "The position table has 256 rows and extends to any length (notebook 01); "
                          "even short inputs such as \"two hundred thousand\", shorter than many training "
-                         "inputs, come out wrong (section 8).",
+                         "inputs, come out wrong (section 9).",
             "too few steps": "The same model writes almost every unseen number below 100,000 right "
                              "after the same training: it learnt its range, not beyond.",
+        })
+
+
+# --- Check your understanding (the questions that apply each section to a new case) ----------
+
+# Question 1: a corpus whose first hypothesis stops one word early, the second is right
+EARLY_STOP = [("vingt et un mille", "vingt et un mille un"),
+              ("deux cent mille deux cents", "deux cent mille deux cents")]
+
+
+def _early_stop_values():
+    """The right BLEU of EARLY_STOP and what each typical mistake gives, computed from the corpus."""
+    t = translation.tokenize
+    hyps, refs = [t(h) for h, _ in EARLY_STOP], [t(r) for _, r in EARLY_STOP]
+    right = course_bleu.corpus_bleu(hyps, refs)
+    l_hyp, l_ref = sum(map(len, hyps)), sum(map(len, refs))
+    sentences = [course_bleu.corpus_bleu([h], [r]) for h, r in zip(hyps, refs, strict=True)]
+    return right, [
+        (100.0, f"Every n-gram of the hypotheses is in its reference (all four p_n are 1), but the "
+                f"hypotheses have {l_hyp} tokens and the references {l_ref}: the brevity penalty applies."),
+        (sum(sentences) / len(sentences), "That is the mean of the two sentences' BLEU: BLEU adds the "
+                                          "counts and the lengths over the corpus first, then one formula."),
+        (sentences[0], "That is the first sentence's BLEU alone: the brevity penalty uses the corpus's "
+                       "total lengths, both sentences together."),
+        (100 * math.exp(1 - l_hyp / l_ref), "The brevity penalty is exp(1 - l_ref / l_hyp), at most 1: "
+                                            "yours is upside down (above 100)."),
+        (100 * l_hyp / l_ref, "The brevity penalty is exp(1 - l_ref / l_hyp), not the ratio of the lengths."),
+        (0.0, "No precision is 0 here: the first hypothesis has a 4-gram (vingt et un mille), the second "
+              "two, all in their references, and the precisions are counted over the corpus."),
+    ]
+
+
+@checker
+def check_early_stop_bleu(answer):
+    """BLEU of a two-sentence corpus in which one hypothesis stops one word early."""
+    value = number(answer, "answer_1")
+    right, mistakes = _early_stop_values()
+    if abs(value - right) < 0.006:
+        return Passed("All four precisions are 1 (a hypothesis that stops early writes only n-grams of its "
+                      "reference); only the brevity penalty, exp(1 - 10/9) = 0.8948, lowers the score: "
+                      "stopping early costs through the penalty, writing on costs through the precisions.")
+    if abs(value - right / 100) < 0.0001:
+        return "BLEU is reported from 0 to 100: multiply by 100."
+    for wrong, hint in mistakes:
+        if abs(value - wrong) < 0.006:
+            return hint
+    return ("Count the n-grams of each order in both sentences (which of the hypotheses' n-grams are in the "
+            "references?), add them over the corpus, then the brevity penalty from the total lengths.")
+
+
+@checker
+def check_tokenised_bleu(answer):
+    """Two BLEU scores on one test set, from two tokenisations: what can be concluded."""
+    return choice(
+        answer, "answer_2", right="cannot tell",
+        why="The same outputs score 60.12 with the hyphens split and 47.77 with sacrebleu's 13a tokenizer "
+            "(section 5): a tokenisation moves BLEU by far more than 0.5, so score both systems the same "
+            "way before comparing them.",
+        wrong={
+            "B is better": "B's 28.4 and A's 27.9 are counted on different tokens: in section 5 the "
+                           "tokenisation alone moved the same outputs from 47.77 to 60.12.",
+            "A is better": "Splitting compounds raised section 5's example, but by an amount that depends on "
+                           "the text and the mistakes: the two numbers do not say which system is better.",
+            "equal": "Nothing says the two systems are equally good: the numbers are counted on different "
+                     "tokens, so they say nothing either way until both are scored the same way.",
+        })
+
+
+BELOW_INPUTS = ["eighty-one thousand", "one hundred thousand and one",
+                "ninety thousand, nine hundred and nine", "three hundred thousand and three"]
+
+
+@checker
+def check_below_inputs(answer):
+    """Which inputs the model trained below 100,000 translates right."""
+    fails = ("It has \"hundred\" before \"thousand\", which no training source below 100,000 has "
+             "(section 9): the model writes a number below 100,000 instead")
+    return choices(
+        answer, "answer_3", BELOW_INPUTS,
+        right={"eighty-one thousand", "ninety thousand, nine hundred and nine"},
+        why="Below 100,000 the model writes almost every unseen number right; above, every input has "
+            "\"hundred\" before \"thousand\", however short (\"three hundred thousand and three\" is 5 "
+            "tokens), and fails.",
+        hints={
+            "eighty-one thousand": "\"eighty-one thousand\" is below 100,000 and made of patterns the "
+                                   "training rows have: the model gets it right, as it gets almost every "
+                                   "unseen number below 100,000.",
+            "ninety thousand, nine hundred and nine": "90,909 is below 100,000: its length (7 tokens) and "
+                                                      "its words are all in the training rows' patterns, "
+                                                      "and the model gets it right.",
+            "one hundred thousand and one": fails + ".",
+            "three hundred thousand and three": fails + ", short as it is (5 tokens, fewer than most "
+                                                "training sources).",
         })
