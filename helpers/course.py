@@ -28,7 +28,8 @@ NOTEBOOKS = [
     ("08_decoding", "Decoding",
      "Greedy vs beam search with the paper's length penalty, the KV cache, a saved model."),
     ("09_translation", "Translation",
-     "English to French number words: the data pipeline, BLEU by hand, what the model does not learn."),
+     "English to French number words: byte-pair pieces, the data pipeline, BLEU by hand, what the model "
+     "does not learn."),
     ("10_many_workers", "Training on many workers",
      "Batches by tokens, gradient accumulation, data parallel with torch.distributed, the all-reduce."),
 ]
