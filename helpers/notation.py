@@ -244,15 +244,18 @@ def chunks(nb, stem):
     return [c for c in out if c.text.strip()]
 
 
-def course_chunks(root=None):
-    """Every notebook's chunks, in the course's order (helpers.course.NOTEBOOKS)."""
+def solution_notebooks(root=None):
+    """(stem, notebook) of every solution notebook that exists, in the course's order."""
     root = pathlib.Path(root or pathlib.Path(__file__).resolve().parent.parent)
-    out = []
     for stem, *_ in course.NOTEBOOKS:
         path = root / "solutions" / f"{stem}.ipynb"
         if path.exists():
-            out += chunks(nbformat.read(path, as_version=4), stem)
-    return out
+            yield stem, nbformat.read(path, as_version=4)
+
+
+def course_chunks(root=None):
+    """Every notebook's chunks, in the course's order (helpers.course.NOTEBOOKS)."""
+    return [chunk for stem, nb in solution_notebooks(root) for chunk in chunks(nb, stem)]
 
 
 def in_section(chunk, notebook, section):
@@ -328,14 +331,10 @@ def clashes(symbol, text=None, code=None):
 
 def course_code(root=None):
     """(notebook, cell, source) of every code cell of the course, the setup cell aside."""
-    root = pathlib.Path(root or pathlib.Path(__file__).resolve().parent.parent)
     out = []
-    for stem, *_ in course.NOTEBOOKS:
-        path = root / "solutions" / f"{stem}.ipynb"
-        if path.exists():
-            nb = nbformat.read(path, as_version=4)
-            out += [(stem, i, c.source) for i, c in enumerate(nb.cells)
-                    if c.cell_type == "code" and "bootstrap" not in c.metadata.get("tags", [])]
+    for stem, nb in solution_notebooks(root):
+        out += [(stem, i, c.source) for i, c in enumerate(nb.cells)
+                if c.cell_type == "code" and "bootstrap" not in c.metadata.get("tags", [])]
     return out
 
 
