@@ -750,6 +750,10 @@ def check_ffn(ffn=None):
 
 # --- Your turn 5: the pre-norm layer ------------------------------------------------------------
 
+_GELU_HINT = ("your feed-forward layer uses GELU (GPT-2's); this layer's, as the paper's, is ReLU, "
+              "max(0, ·): L.activation is relu.")
+
+
 def _pre_norm_mistakes(x, L, expected):
     n1, n2 = L.norm1, L.norm2
 
@@ -796,11 +800,9 @@ def _pre_norm_mistakes(x, L, expected):
         (lambda: pre(ffn=lambda t, L: _ffn(t, L, act=_identity)),
          "ReLU is missing in the feed-forward layer."),
         (lambda: pre(ffn=lambda t, L: _ffn(t, L, act=F.gelu)),
-         "your feed-forward layer uses GELU (GPT-2's); this layer's, as the paper's, is ReLU, "
-         "max(0, ·): L.activation is relu."),
+         _GELU_HINT),
         (lambda: pre(ffn=lambda t, L: _ffn(t, L, act=lambda u: F.gelu(u, approximate="tanh"))),
-         "your feed-forward layer uses GELU (GPT-2's); this layer's, as the paper's, is ReLU, "
-         "max(0, ·): L.activation is relu."),
+         _GELU_HINT),
         (lambda: pre(ffn=lambda t, L: _ffn(t, L, bias2=False)),
          "the feed-forward layer's second bias b_2 (L.linear2.bias) is missing."),
         (lambda: pre(ffn=lambda t, L: _ffn(t, L, bias1=False)),
