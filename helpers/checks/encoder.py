@@ -883,45 +883,12 @@ def check_per_position(answer_2=None):
                      "(section 5), the attention does (section 2)."})
 
 
-HEAD_MATRIX_HINTS = {
-    (768, 768): "that is W_Q of all 12 heads side by side; one head owns d_k = 768 / 12 of its "
-                "columns (section 2)",
-    (64, 64): "a head reads each token's whole vector (d_model = 768 numbers) and makes d_k "
-              "numbers of it, so its matrix has d_model rows (section 2)",
-    (64, 768): "rows and columns are swapped: X (n × d_model) @ W^Q_i needs d_model rows, "
-               "d_model × d_k (PyTorch stores the transpose, as (out, in))",
-    (768, 12): "h = 12 is the number of heads, not a width: each head's matrix is "
-               "d_model × d_k, with d_k = d_model / h (section 2)",
-    (12, 768): "h = 12 is the number of heads, not a width: each head's matrix is "
-               "d_model × d_k, with d_k = d_model / h (section 2)",
-    (12, 768, 64): "that stacks the matrices of all 12 heads; the question asks for one head's",
-    (768, 128): "d_k = d_model / h: 768 / 12 is not 128 (section 2's table)",
-}
-
-
-# The answers of questions 3 and 4 live here, out of the checkers' own source (which ?? shows).
-_GPT2_SMALL = dict(d_model=768, h=12)
-_HEAD_MATRIX = (_GPT2_SMALL["d_model"], _GPT2_SMALL["d_model"] // _GPT2_SMALL["h"])
-_HEAD_MATRIX_WHY = (f"W^Q_i turns each token's {_HEAD_MATRIX[0]} numbers into the head's d_k = "
-                    f"{_HEAD_MATRIX[0]} / {_GPT2_SMALL['h']} = {_HEAD_MATRIX[1]}; the {_GPT2_SMALL['h']} "
-                    f"heads' matrices side by side make the full {_HEAD_MATRIX[0]} × {_HEAD_MATRIX[0]} W^Q.")
+# The answer of question 3 lives here, out of the checker's own source (which ?? shows).
 _PATH_N, _PATH_WIDTH = 101, 5
 _PATH_LAYERS = (_PATH_N - 1) // ((_PATH_WIDTH - 1) // 2)
-_PATH_WHY = (f"Each layer reaches (k − 1) / 2 = {(_PATH_WIDTH - 1) // 2} positions further, and from token 1 "
+_PATH_WHY = (f"Each layer reaches (w − 1) / 2 = {(_PATH_WIDTH - 1) // 2} positions further, and from token 1 "
              f"to token {_PATH_N} there are {_PATH_N - 1} positions: {_PATH_N - 1} / "
              f"{(_PATH_WIDTH - 1) // 2} = {_PATH_LAYERS} layers, where one self-attention layer suffices.")
-
-
-@checker
-def check_head_matrix(answer_3=None):
-    """Question 3: the shape of one head's W^Q_i in GPT-2 small, in the paper's orientation."""
-    got = shape(answer_3, "answer_3")
-    if got == _HEAD_MATRIX:
-        return Passed(_HEAD_MATRIX_WHY)
-    if got in HEAD_MATRIX_HINTS:
-        return _sentence(HEAD_MATRIX_HINTS[got]) + "."
-    return ("One head's W^Q_i turns each token's d_model numbers into d_k numbers: work out "
-            f"d_k for GPT-2 small (section 2), and write it as (rows, columns), not {got}.")
 
 
 PATH_HINTS = {   # a wrong number of layers -> the idea it misses
@@ -932,7 +899,7 @@ PATH_HINTS = {   # a wrong number of layers -> the idea it misses
         "to token 101 there are 100 positions to cross (section 3)",
     25: "a kernel of width 5 centred on its position reads 2 positions on each side, not 4 behind: "
         "each layer reaches 2 positions further (section 3)",
-    20: "n / k is Table 1's order of growth, not the count: each layer reaches (k − 1) / 2 = 2 "
+    20: "n / w is Table 1's order of growth, not the count: each layer reaches (w − 1) / 2 = 2 "
         "positions further, and there are n − 1 = 100 positions to cross",
     51: "count the positions to cross, n − 1 = 100 (from token 1 to token 101), not the tokens",
     3: "that is for dilated kernels, whose gaps grow 5-fold from layer to layer; a plain kernel "
@@ -943,10 +910,10 @@ PATH_HINTS = {   # a wrong number of layers -> the idea it misses
 
 
 @checker
-def check_path_length(answer_4=None):
-    """Question 4: how many layers of centred width-5 convolutions link the first and the last of
+def check_path_length(answer_3=None):
+    """Question 3: how many layers of centred width-5 convolutions link the first and the last of
     n = 101 tokens."""
-    value = number(answer_4, "answer_4")
+    value = number(answer_3, "answer_3")
     if value == _PATH_LAYERS:
         return Passed(_PATH_WHY)
     if value != round(value):
