@@ -9,7 +9,9 @@ The solution notebook in ``solutions/`` is the one source. In it:
 - a cell tagged ``solution-only`` is left out of the exercise copy;
 - the first cell's "**Time:** about N–M min" is the estimate of ``helpers.timing``,
   written here (as are each notebook's time in the README table and the README's counts
-  line, between ``<!-- counts:start -->`` and ``<!-- counts:end -->``);
+  line, between ``<!-- counts:start -->`` and ``<!-- counts:end -->``); a heading cell whose
+  metadata says ``"optional": true`` starts an optional part, and gets the line
+  "*Optional, about N–M min: ...*" under its heading;
 - ``--execute`` records in each code cell that ran for ``helpers.timing.RECORDED_FROM``
   seconds or more its run time, ``metadata.run_seconds``, which the estimate uses.
 
@@ -78,13 +80,31 @@ def tags(cell):
     return cell.get("metadata", {}).get("tags", [])
 
 
-TIME = re.compile(r"\*\*Time:\*\* about \d+(?:–\d+)? min")
+TIME = re.compile(r"\*\*Time:\*\* about \d+(?:–\d+)? min(?:, plus \d+–\d+ min for the optional parts)?")
+OPTIONAL = re.compile(r"\*Optional, about \d+–\d+ min: [^*\n]*\*")
+OPTIONAL_LINE = ("*Optional, about {low}–{high} min: nothing later in the course needs it; "
+                 "skip it on a first pass.*")
+
+
+def with_optional_lines(nb):
+    """Write under each optional part's heading its own time estimate (in place)."""
+    for head, cells in timing.optional_parts(nb):
+        low, high = timing.optional_minutes(nb, cells)
+        line = OPTIONAL_LINE.format(low=low, high=high)
+        if OPTIONAL.search(head.source):
+            head.source = OPTIONAL.sub(line, head.source)
+        else:
+            lines = head.source.split("\n")
+            at = next(i for i, text in enumerate(lines) if text.startswith("#"))
+            lines[at + 1:at + 1] = ["", line]
+            head.source = "\n".join(lines)
+    return nb
 
 
 def with_bootstrap(nb):
     """A copy of nb whose bootstrap cell holds the current bootstrap text, and whose first
     cell states the time estimate of helpers.timing ("**Time:** about N–M min")."""
-    nb = copy.deepcopy(nb)
+    nb = with_optional_lines(copy.deepcopy(nb))
     if not TIME.search(nb.cells[0].source):
         raise ValueError("the first cell needs a time estimate written '**Time:** about N–M min'")
     nb.cells[0].source = TIME.sub(f"**Time:** about {timing.stated(nb)}", nb.cells[0].source)
@@ -148,19 +168,21 @@ def readme_table():
     kaggle = "https://kaggle.com/static/images/open-in-kaggle.svg"
     rows = ["| # | Notebook | What you do | Time | Exercise | Solution |",
             "|---|---|---|---|---|---|"]
-    times = []
+    times, extras = [], []
     for stem, title, line, *_ in course.NOTEBOOKS:
-        minutes = timing.minutes(nbformat.read(SOLUTIONS / f"{stem}.ipynb", as_version=4))
-        times.append(minutes)
-        low, high = minutes
+        nb = nbformat.read(SOLUTIONS / f"{stem}.ipynb", as_version=4)
+        times.append(timing.minutes(nb))
+        if timing.optional_minutes(nb):
+            extras.append(timing.optional_minutes(nb))
         links = []
         for folder in ("notebooks", "solutions"):
             links.append(f"[![Open in Colab]({colab})]({course.colab_url(folder, stem)}) "
                          f"[![Open in Kaggle]({kaggle})]({course.kaggle_url(folder, stem)})")
         number = stem[:2]
-        rows.append(f"| {number} | [{title}](notebooks/{stem}.ipynb) | {line} | {low}–{high} min "
+        rows.append(f"| {number} | [{title}](notebooks/{stem}.ipynb) | {line} | {timing.in_table(nb)} "
                     f"| {links[0]} | {links[1]} [read](solutions/{stem}.ipynb) |")
-    rows.append(f"| | **The whole course** | | **{timing.course_range(times)}** | | |")
+    extra = f" (+{timing.course_range(extras)} optional)" if extras else ""
+    rows.append(f"| | **The whole course** | | **{timing.course_range(times)}**{extra} | | |")
     return "\n".join(rows)
 
 

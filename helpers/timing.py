@@ -18,6 +18,12 @@ copy shows (cells left out of it, the worked answers, are not counted):
   metadata says ``"question": true`` (a question asked inside a section); every other
   ``solution`` cell is a "Your turn" exercise.
 
+A part of a notebook may be **optional**: it starts at a markdown cell whose metadata says
+``"optional": true`` (a section or subsection heading) and runs to the next heading of the same or
+a higher level; no later cell needs it. It is estimated on its own, by the same method, and left
+out of the notebook's main estimate: "**Time:** about 120–150 min, plus 25–40 min for the optional
+parts", and the part's heading says its own time.
+
 The result is a range, for a faster and a slower reader of the stated audience: the low end
 reads READING_SPEEDS[0] times as fast as the rates above (25 % faster), the high end
 READING_SPEEDS[1] times (25 % slower); running, figures, exercises and questions count the same
@@ -55,8 +61,38 @@ def _trains(cell):
                and re.search(r"\d+/\d+ \[", o.get("text", "")) for o in cell.get("outputs", []))
 
 
-def tasks(nb):
-    """The notebook's exercises and questions: two lists of (cell, minutes)."""
+def _heading_levels(cell):
+    """The levels of the headings a markdown cell holds (2 for '## ...')."""
+    if cell.cell_type != "markdown":
+        return []
+    return [len(m.group(1)) for m in re.finditer(r"^(#+) ", cell.source, flags=re.M)]
+
+
+def optional_parts(nb):
+    """The notebook's optional parts: a list of (heading cell, [its cells, the heading first])."""
+    parts, current, level = [], None, 0
+    for cell in nb.cells:
+        levels = _heading_levels(cell)
+        if current is not None and levels and min(levels) <= level:
+            current = None
+        if cell.cell_type == "markdown" and cell.metadata.get("optional") is True:
+            if not levels:
+                raise ValueError("an optional part starts at a heading: " + cell.source[:60])
+            current, level = [cell], min(levels)
+            parts.append((cell, current))
+        elif current is not None:
+            current.append(cell)
+    return parts
+
+
+def _in_optional(nb):
+    return {id(c) for _, cells in optional_parts(nb) for c in cells}
+
+
+def tasks(nb, cells=None):
+    """The exercises and questions of the notebook (or of those of its cells given): two lists
+    of (cell, minutes)."""
+    wanted = None if cells is None else {id(c) for c in cells}
     exercises, questions = [], []
     in_questions = False
     for cell in nb.cells:
@@ -72,13 +108,18 @@ def tasks(nb):
             question = in_questions or cell.metadata.get("question") is True
             default = MINUTES_PER_QUESTION if question else MINUTES_PER_EXERCISE
             minutes = cell.metadata.get("minutes", default)
-            (questions if question else exercises).append((cell, minutes))
+            if wanted is None or id(cell) in wanted:
+                (questions if question else exercises).append((cell, minutes))
     return exercises, questions
 
 
-def breakdown(nb):
-    """The parts of the estimate for a solution notebook, and its range (low, high) in minutes."""
-    seen = [c for c in nb.cells if "solution-only" not in _tags(c)]
+def breakdown(nb, cells=None):
+    """The parts of the estimate for a solution notebook, and its range (low, high) in minutes:
+    of the notebook without its optional parts, or of the cells given."""
+    if cells is None:
+        optional = _in_optional(nb)
+        cells = [c for c in nb.cells if id(c) not in optional]
+    seen = [c for c in cells if "solution-only" not in _tags(c)]
     words = sum(len(c.source.split()) for c in seen if c.cell_type == "markdown")
     code = [c for c in seen if c.cell_type == "code" and "bootstrap" not in _tags(c)]
     lines = sum(len((c.metadata.get("exercise", c.source) if "solution" in _tags(c) else c.source)
@@ -86,7 +127,7 @@ def breakdown(nb):
     figures = sum(1 for c in code for o in c.get("outputs", []) if "image/png" in o.get("data", {}))
     recorded = sum(c.metadata.get("run_seconds", 0) for c in code) / 60
     unrecorded = sum(1 for c in code if _trains(c) and "run_seconds" not in c.metadata)
-    exercises, questions = tasks(nb)
+    exercises, questions = tasks(nb, cells)
     parts = {
         "prose": words / WORDS_PER_MINUTE,
         "code": lines / LINES_PER_MINUTE,
@@ -102,18 +143,37 @@ def breakdown(nb):
     rest = parts["running"] + parts["figures"] + parts["exercises"] + parts["questions"]
     low, high = (reading / speed + rest for speed in READING_SPEEDS)
     parts["at the stated rates"] = reading + rest
-    return counts, parts, (5 * math.floor(low / 5), 5 * math.ceil(high / 5))
+    return counts, parts, (5 * max(1, math.floor(low / 5)), 5 * math.ceil(high / 5))
 
 
 def minutes(nb):
-    """The estimate for a solution notebook: (low, high) minutes, multiples of 5."""
+    """The estimate for a solution notebook without its optional parts: (low, high) minutes,
+    multiples of 5."""
     return breakdown(nb)[2]
 
 
+def optional_minutes(nb, cells=None):
+    """The estimate of the notebook's optional parts (or of one part's cells): (low, high), or
+    None when it has none."""
+    if cells is None:
+        optional = _in_optional(nb)
+        cells = [c for c in nb.cells if id(c) in optional]
+    return breakdown(nb, cells)[2] if cells else None
+
+
 def stated(nb):
-    """'140–170 min', as the first cell and the README's table say it."""
+    """'140–170 min', or '120–150 min, plus 25–40 min for the optional parts', as the first cell
+    says it."""
     low, high = minutes(nb)
-    return f"{low}–{high} min"
+    extra = optional_minutes(nb)
+    return f"{low}–{high} min" + (f", plus {extra[0]}–{extra[1]} min for the optional parts" if extra else "")
+
+
+def in_table(nb):
+    """'140–170 min', or '120–150 min (+25–40 optional)', as the README's table says it."""
+    low, high = minutes(nb)
+    extra = optional_minutes(nb)
+    return f"{low}–{high} min" + (f" (+{extra[0]}–{extra[1]} optional)" if extra else "")
 
 
 def total(minutes_list):
@@ -130,14 +190,18 @@ def course_range(ranges):
 def counts_line(notebooks):
     """The README's sentence of counts for a list of solution notebooks, from the same code."""
     words = exercises = questions = 0
-    ranges = []
+    ranges, extras = [], []
     for nb in notebooks:
-        counts, _, span = breakdown(nb)
-        words, exercises, questions = (words + counts["words"], exercises + counts["exercises"],
-                                       questions + counts["questions"])
-        ranges.append(span)
-    return (f"The course holds about {round(words, -3):,} words of text, {exercises} \"Your turn\" "
-            f"exercises and {questions} questions: {course_range(ranges)} in all.")
+        for cells in (None, [c for c in nb.cells if id(c) in _in_optional(nb)]):
+            if cells == []:
+                continue
+            counts, _, span = breakdown(nb, cells)
+            words, exercises, questions = (words + counts["words"], exercises + counts["exercises"],
+                                           questions + counts["questions"])
+            (ranges if cells is None else extras).append(span)
+    line = (f"The course holds about {round(words, -3):,} words of text, {exercises} \"Your turn\" "
+            f"exercises and {questions} questions: {course_range(ranges)} in all")
+    return line + (f", plus {course_range(extras)} for the optional parts." if extras else ".")
 
 
 def main():
@@ -153,6 +217,12 @@ def main():
         notebooks.append(nb)
         print(f"| {path.stem[:2]} | " + " | ".join(str(v) for v in counts.values()) + " | "
               + " | ".join(f"{v:.0f}" for v in parts.values()) + f" | {span[0]}–{span[1]} |")
+        for head, cells in optional_parts(nb):
+            counts, parts, span = breakdown(nb, cells)
+            title = next(line for line in head.source.splitlines() if line.startswith("#"))
+            print(f"| {path.stem[:2]}, optional: {title.lstrip('# ')[:40]} | "
+                  + " | ".join(str(v) for v in counts.values()) + " | "
+                  + " | ".join(f"{v:.0f}" for v in parts.values()) + f" | {span[0]}–{span[1]} |")
     print(f"\n{counts_line(notebooks)}")
 
 

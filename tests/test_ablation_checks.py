@@ -14,10 +14,10 @@ OPTIONS = ("copy", "rotate", "every other", "later of two")
     ("copy", "the letter at its own position, a diagonal"),
     ("rotate", "the letter one position further on"),
     ("every other", "output 1 reads letter 1, output 2 letter 3"),
-    (None, "Not answered yet: set answer_4 to one of"),
-    ("one pattern", "answer_4 should be one of"),
-    ("heads", "answer_4 should be one of"),
-    (1, "answer_4 should be one of the strings"),
+    (None, "Not answered yet: set answer_heads to one of"),
+    ("one pattern", "answer_heads should be one of"),
+    ("heads", "answer_heads should be one of"),
+    (1, "answer_heads should be one of the strings"),
 ])
 def test_heads_task_question(answer, words, capsys):
     assert words in printed(capsys, check_heads_task_question, answer)

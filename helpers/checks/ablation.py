@@ -8,10 +8,10 @@ _LOOK_FOR = (" One head can make that single pattern sharp. Look for the task wh
 
 
 @checker
-def check_heads_task_question(answer_4):
+def check_heads_task_question(answer_heads):
     """Which task section 10's reason predicts to need several heads (the reversal needed one)."""
     return choice(
-        answer_4, "answer_4", "later of two",
+        answer_heads, "answer_heads", "later of two",
         "Each output position needs two source letters at once, the one at its own position and the "
         "one at its mirror position. One head has one softmax: it puts its weight on one of them, or "
         "splits it and hands on a blend of both letters' values; two heads can each read one letter "
