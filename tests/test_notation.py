@@ -140,3 +140,52 @@ def test_the_notation_page_states_the_reuses():
     page = site.notation_page(solutions)
     for reuse in notation.REUSES:
         assert reuse.meaning in page
+
+
+# --- Names in code: one meaning across the notebooks ------------------------------------------
+
+CODE_NAMES = {
+    # name: (what it is, in every notebook), and how a cell may bind it
+    "same": "the tolerance comparison of notebooks 03 and 04, bound only by `def same`",
+    "attention": "helpers.attention.attention, bound only by importing it",
+}
+
+
+def code_bindings(source, name):
+    """How a code cell binds `name`: a list of 'def', 'import' or 'assign'."""
+    import ast
+    kinds = []
+    for node in ast.walk(ast.parse("\n".join(line for line in source.splitlines()
+                                             if not line.lstrip().startswith(("%", "!"))))):
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            kinds.append("def")
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            kinds += ["import" for alias in node.names if (alias.asname or alias.name) == name]
+        elif isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
+            kinds.append("assign")
+        elif isinstance(node, ast.arg) and node.arg == name:
+            kinds.append("assign")
+    return kinds
+
+
+def test_a_code_name_keeps_one_meaning_in_every_notebook():
+    import nbformat
+    allowed = {"same": {"def"}, "attention": {"import"}}
+    found = []
+    for path in sorted(pathlib.Path(__file__).resolve().parent.parent.glob("solutions/*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type != "code":
+                continue
+            for name in CODE_NAMES:
+                wrong = set(code_bindings(cell.source, name)) - allowed[name]
+                if wrong:
+                    found.append(f"{path.stem[:2]} {cell.get('id')}: {name} bound by {sorted(wrong)}; "
+                                 f"it is {CODE_NAMES[name]}")
+    assert not found, "\n".join(found)
+
+
+def test_the_code_name_check_sees_an_assignment():
+    assert code_bindings("same = all(x)\nfor attention in y: pass", "same") == ["assign"]
+    assert code_bindings("for attention in y: pass", "attention") == ["assign"]
+    assert code_bindings("from helpers.attention import attention", "attention") == ["import"]
+    assert code_bindings("def same(a, b):\n    return a == b", "same") == ["def"]
