@@ -91,7 +91,8 @@ window.addEventListener("load", function () {
 
 # Headless Chromium lays a page out at least 500 pixels wide whatever --window-size says: the
 # landing page is measured inside a 390-pixel-wide frame, whose probe record is copied out.
-PHONE = """<!doctype html><html><body style="margin:0">
+PHONE = """<!doctype html><html><head><link rel="icon" href="_static/favicon.svg"></head>
+<body style="margin:0">
 <iframe id="phone" src="index.html" style="width:390px;height:2400px;border:0"></iframe>
 <script>
 (function copy() {
