@@ -337,7 +337,9 @@ def _worker(rank, world_size, folder, target, args, root):
     if root not in sys.path:
         sys.path.insert(0, root)
     out = pathlib.Path(folder)
-    log = open(out / f"output_{rank}.txt", "w")          # a worker's prints go to its own file
+    log = open(out / f"output_{rank}.txt", "w")          # a worker's prints go to its own file,
+    for fd in (1, 2):                                    # C++ prints too (some torch versions' Gloo
+        os.dup2(log.fileno(), fd)                        # announces each connection on stdout)
     sys.stdout = sys.stderr = log
     torch.set_num_threads(1)
     result = {}
@@ -428,15 +430,24 @@ def torchrun(script, nproc=2, timeout=120.0):
             os.killpg(child.pid, signal.SIGKILL)
         child.communicate()
         raise
+    out = "".join(line for line in out.splitlines(keepends=True) if not line.startswith(GLOO_NOTICE))
     return subprocess.CompletedProcess(command, child.returncode, out, err)
 
 
+# Printed on stdout by the Gloo of some torch versions (2.10) when a worker connects; not the script's.
+GLOO_NOTICE = "[Gloo] Rank "
+
+
 def leftover_workers():
-    """The ids of processes named MARKER still running (Linux; an empty list elsewhere)."""
+    """The ids of processes named MARKER still running that are this process's children, or
+    orphans (their parent gone): another program's live workers are not ours (Linux; an empty
+    list elsewhere)."""
     found = []
     for entry in pathlib.Path("/proc").glob("[0-9]*"):
-        with contextlib.suppress(OSError):
-            if (entry / "comm").read_text().strip() == MARKER and \
-                    (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        with contextlib.suppress(OSError, ValueError):
+            if (entry / "comm").read_text().strip() != MARKER:
+                continue
+            state, parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:2]
+            if state != "Z" and int(parent) in (os.getpid(), 0, 1):
                 found.append(int(entry.name))
     return found

@@ -1,8 +1,11 @@
 """helpers.distributed: batches by tokens, accumulation, the workers it starts and always ends;
 notebook 10 leaves no process behind."""
 
+import multiprocessing
 import os
 import pathlib
+import subprocess
+import sys
 import time
 
 import nbformat
@@ -189,3 +192,28 @@ def test_notebook_10_leaves_no_child_process():
             os.environ["PYTHONPATH"] = env
     text = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
     assert text == "children [] active [] workers []\n"
+
+
+def _named_sleeper(seconds):
+    distributed._name_process()
+    time.sleep(seconds)
+
+
+@pytest.mark.skipif(not pathlib.Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
+def test_leftover_workers_finds_its_own_live_worker_only():
+    context = multiprocessing.get_context("fork")
+    child = context.Process(target=_named_sleeper, args=(30,))
+    child.start()
+    try:
+        deadline = time.monotonic() + 10
+        while child.pid not in distributed.leftover_workers() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert child.pid in distributed.leftover_workers()            # a live child of ours
+        other = subprocess.run(                                       # another process's view
+            [sys.executable, "-c", "from helpers import distributed; print(distributed.leftover_workers())"],
+            cwd=ROOT, capture_output=True, text=True, check=True).stdout
+        assert str(child.pid) not in other                            # its parent, us, is alive
+    finally:
+        child.kill()
+        child.join(5)
+    assert distributed.leftover_workers() == []
