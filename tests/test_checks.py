@@ -171,3 +171,29 @@ def test_the_named_answers_are_not_literals_in_their_checkers():
     for fn, answer in ((encoder.check_path_length, "== 50"),
                        (decoding.check_cache_bytes, "2,457,600")):
         assert answer not in inspect.getsource(fn.__wrapped__), fn.__name__
+
+
+def test_no_question_checker_writes_its_answer_in_its_own_source():
+    """`check_x??` shows a checker's source: a question's right option is not a literal there (it
+    lives in a module constant above the checker, or is computed)."""
+    import ast
+    import pathlib
+
+    import helpers.checks
+    found = []
+    for path in sorted(pathlib.Path(helpers.checks.__file__).parent.glob("*.py")):
+        for fn in ast.parse(path.read_text()).body:
+            if not isinstance(fn, ast.FunctionDef):
+                continue
+            for node in ast.walk(fn):
+                if not isinstance(node, ast.Call) or getattr(node.func, "id", None) not in ("choice",
+                                                                                            "choices"):
+                    continue
+                at = 2 if node.func.id == "choice" else 3
+                right = (node.args[at] if len(node.args) > at and not any(isinstance(a, ast.Starred)
+                                                                          for a in node.args[:at + 1])
+                         else next((k.value for k in node.keywords if k.arg == "right"), None))
+                literal = (ast.Constant, ast.Set, ast.List, ast.Tuple, ast.Load)
+                if right is not None and all(isinstance(n, literal) for n in ast.walk(right)):
+                    found.append(f"{path.stem}.{fn.name}")
+    assert not found, found

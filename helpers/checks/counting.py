@@ -416,31 +416,37 @@ CHANGED_OPTIONS = ["post-norm", "sinusoidal", "relu", "kv per head", "tied", "so
 CHANGED_RIGHT = {"post-norm", "sinusoidal", "relu", "kv per head"}
 
 
+# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+_CHANGED_CHOICES = (
+    CHANGED_OPTIONS,
+    CHANGED_RIGHT,
+    "SmolLM2 put RMSNorm before each sublayer (steadier deep stacks), rotary positions in every "
+    "layer (scores depend on distance), a gated SwiGLU feed-forward layer and 3 key-value heads "
+    "for 9 query heads (a 3 times smaller KV cache); it kept tying, softmax attention and the "
+    "residual connections.",
+    {"post-norm": "the norm did change: SmolLM2 puts an RMSNorm before each sublayer "
+                  "(input_layernorm, post_attention_layernorm in section 5) and a final one, "
+                  "where 2017 normalised after each residual addition (section 6's table).",
+     "sinusoidal": "the positions did change: SmolLM2 has no sinusoids and no position table, "
+                   "rotary positions turn queries and keys in every layer (rope_theta in "
+                   "section 5's config, section 6's table).",
+     "relu": "the feed-forward layer did change: SwiGLU has three matrices (gate, up, down) and "
+             "SiLU, where 2017 had two matrices and ReLU (section 5).",
+     "kv per head": "the key-value heads did change: 9 query heads share 3 key-value heads, "
+                    "k_proj is (192, 576) instead of (576, 576) (section 5).",
+     "tied": "tying did not change: tie_word_embeddings is true in section 5's config, and "
+             "only the tied count matches the model built there (section 5).",
+     "softmax": "attention itself did not change: each head still takes a softmax of scaled "
+                "dot products; only how many key-value heads there are changed (section 6).",
+     "residual": "the residual connections did not change: pre-norm keeps x + sublayer(norm(x)), "
+                 "and that clean residual path is the reason for moving the norm (section 6)."},
+)
+
+
 @checker
 def check_changed_choices(answer=None):
     """Which 2017 choices did SmolLM2-135M replace? A set among CHANGED_OPTIONS."""
-    return choices(
-        answer, "answer_1", CHANGED_OPTIONS, CHANGED_RIGHT,
-        "SmolLM2 put RMSNorm before each sublayer (steadier deep stacks), rotary positions in every "
-        "layer (scores depend on distance), a gated SwiGLU feed-forward layer and 3 key-value heads "
-        "for 9 query heads (a 3 times smaller KV cache); it kept tying, softmax attention and the "
-        "residual connections.",
-        {"post-norm": "the norm did change: SmolLM2 puts an RMSNorm before each sublayer "
-                      "(input_layernorm, post_attention_layernorm in section 5) and a final one, "
-                      "where 2017 normalised after each residual addition (section 6's table).",
-         "sinusoidal": "the positions did change: SmolLM2 has no sinusoids and no position table, "
-                       "rotary positions turn queries and keys in every layer (rope_theta in "
-                       "section 5's config, section 6's table).",
-         "relu": "the feed-forward layer did change: SwiGLU has three matrices (gate, up, down) and "
-                 "SiLU, where 2017 had two matrices and ReLU (section 5).",
-         "kv per head": "the key-value heads did change: 9 query heads share 3 key-value heads, "
-                        "k_proj is (192, 576) instead of (576, 576) (section 5).",
-         "tied": "tying did not change: tie_word_embeddings is true in section 5's config, and "
-                 "only the tied count matches the model built there (section 5).",
-         "softmax": "attention itself did not change: each head still takes a softmax of scaled "
-                    "dot products; only how many key-value heads there are changed (section 6).",
-         "residual": "the residual connections did not change: pre-norm keeps x + sublayer(norm(x)), "
-                     "and that clean residual path is the reason for moving the norm (section 6)."})
+    return choices(answer, "answer_1", *_CHANGED_CHOICES)
 
 
 @checker

@@ -521,19 +521,24 @@ def _check_decoder_layer(fn):
 
 # --- Check your understanding -----------------------------------------------------------------
 
+# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+_WHERE_QKV_COME_FROM = (
+    "b",
+    "Each decoder position asks its question (the query); the source answers through the "
+    "memory's keys (what to match) and values (what to take).",
+    {"a": "Swapped: the queries come from the decoder, each target position asking its question; "
+          "the keys and values come from the memory, the source's answers (section 2).",
+     "c": "Keys and values come from the memory, not the decoder: a position compares its query "
+          "with the source tokens' keys, then takes those same tokens' values (section 2).",
+     "d": "That is the decoder's own self-attention: in the cross-attention the keys and values "
+          "come from the memory, which is how the source enters every decoder layer (section 2)."},
+)
+
+
 @checker
 def check_where_qkv_come_from(answer_1):
     """Question 1: where the cross-attention's queries, keys and values come from."""
-    return choice(
-        answer_1, "answer_1", "b",
-        "Each decoder position asks its question (the query); the source answers through the "
-        "memory's keys (what to match) and values (what to take).",
-        {"a": "Swapped: the queries come from the decoder, each target position asking its question; "
-              "the keys and values come from the memory, the source's answers (section 2).",
-         "c": "Keys and values come from the memory, not the decoder: a position compares its query "
-              "with the source tokens' keys, then takes those same tokens' values (section 2).",
-         "d": "That is the decoder's own self-attention: in the cross-attention the keys and values "
-              "come from the memory, which is how the source enters every decoder layer (section 2)."})
+    return choice(answer_1, "answer_1", *_WHERE_QKV_COME_FROM)
 
 
 CROSS_SHAPE_HINTS = {
@@ -568,21 +573,27 @@ def check_cross_weights_shape(answer_2):
                                       "(section 2).")
 
 
+# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+_DECODER_MASKS = (
+    ["a", "b", "c", "d"],
+    {"a", "b"},
+    "The causal mask keeps each position from reading the token it must write; the source "
+    "padding mask keeps padded source tokens out of the cross-attention; padding at the end of "
+    "the target is already behind every real position, and the loss skips it.",
+    {"a": "The decoder's self-attention needs the causal mask: without it a position reads the "
+          "token it has to write, which sits one place further in its own input (section 1).",
+     "b": "The cross-attention must hide the source's padding: otherwise decoder positions read "
+          "padded memory rows, and the answer depends on how much padding a batch has "
+          "(section 3).",
+     "c": "No target padding mask is needed here: the padding sits at the end, so the causal "
+          "mask already hides it from every real position, and the loss ignores the padded "
+          "positions' own outputs (section 3).",
+     "d": "The cross-attention has no causal mask: the whole source is known from the start, "
+          "and every decoder position may read all of it (section 2)."},
+)
+
+
 @checker
 def check_decoder_masks(answer_3):
     """Question 3: which masks a decoder layer needs for this course's padded batches."""
-    return choices(
-        answer_3, "answer_3", ["a", "b", "c", "d"], {"a", "b"},
-        "The causal mask keeps each position from reading the token it must write; the source "
-        "padding mask keeps padded source tokens out of the cross-attention; padding at the end of "
-        "the target is already behind every real position, and the loss skips it.",
-        {"a": "The decoder's self-attention needs the causal mask: without it a position reads the "
-              "token it has to write, which sits one place further in its own input (section 1).",
-         "b": "The cross-attention must hide the source's padding: otherwise decoder positions read "
-              "padded memory rows, and the answer depends on how much padding a batch has "
-              "(section 3).",
-         "c": "No target padding mask is needed here: the padding sits at the end, so the causal "
-              "mask already hides it from every real position, and the loss ignores the padded "
-              "positions' own outputs (section 3).",
-         "d": "The cross-attention has no causal mask: the whole source is known from the start, "
-              "and every decoder position may read all of it (section 2)."})
+    return choices(answer_3, "answer_3", *_DECODER_MASKS)

@@ -587,54 +587,69 @@ def check_cached_attention(fn):
 
 # --- Check your understanding -----------------------------------------------------------------
 
+# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+_BEAM_ONE = (
+    "a",
+    "With one beam the candidates of a step all extend the same hypothesis, so they have the same "
+    "length and the same lp: the best score is the most probable next token, greedy's choice. The "
+    "next cell measures it on the 500 test sequences.",
+    {"b": "The length penalty only reorders hypotheses of different lengths. With one beam every "
+          "candidate of a step extends the one hypothesis kept, so all have the same length, and "
+          "dividing them by the same lp changes no ranking.",
+     "c": "One beam keeps one hypothesis, exactly as greedy does: it cannot come back to a prefix "
+          "it dropped (section 4's toy: beam 1 ends with greedy's a a </s>), so it is not a better "
+          "search, it is the same one."},
+)
+
+
 @checker
 def check_beam_one(answer_1):
     """Question 1, asked before section 6 measures it: beam search with k = 1 against greedy decoding."""
-    return choice(
-        answer_1, "answer_1", "a",
-        "With one beam the candidates of a step all extend the same hypothesis, so they have the same "
-        "length and the same lp: the best score is the most probable next token, greedy's choice. The "
-        "next cell measures it on the 500 test sequences.",
-        {"b": "The length penalty only reorders hypotheses of different lengths. With one beam every "
-              "candidate of a step extends the one hypothesis kept, so all have the same length, and "
-              "dividing them by the same lp changes no ranking.",
-         "c": "One beam keeps one hypothesis, exactly as greedy does: it cannot come back to a prefix "
-              "it dropped (section 4's toy: beam 1 ends with greedy's a a </s>), so it is not a better "
-              "search, it is the same one."})
+    return choice(answer_1, "answer_1", *_BEAM_ONE)
+
+
+# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+_TEMPERATURE_ZERO = (
+    "a",
+    "Dividing the logits by a tiny T stretches every gap between them, so the most likely token's "
+    "probability tends to 1 and all the others to 0: every draw is the argmax, greedy's choice.",
+    {"b": "That is the other end, T → ∞: dividing by a huge T makes all the logits nearly equal, so the "
+          "distribution becomes uniform. A small T does the opposite: compare the plot's T = 0.5 with "
+          "T = 1.",
+     "c": "The order of the tokens stays, but not their probabilities: softmax(z / T) with a small T "
+          "stretches the gaps between the logits, and the largest takes nearly all the probability "
+          "(the plot's T = 0.5 bars against T = 1).",
+     "d": "Sampling keeps no alternative hypotheses: at T → 0 it takes the single most likely token at "
+          "each step, one step at a time. That is greedy decoding, which differs from beam search "
+          "where the model is unsure (section 6, the model of step 500)."},
+)
 
 
 @checker
 def check_temperature_zero(answer_2):
     """Question 2: what sampling writes as the temperature T goes to 0."""
-    return choice(
-        answer_2, "answer_2", "a",
-        "Dividing the logits by a tiny T stretches every gap between them, so the most likely token's "
-        "probability tends to 1 and all the others to 0: every draw is the argmax, greedy's choice.",
-        {"b": "That is the other end, T → ∞: dividing by a huge T makes all the logits nearly equal, so the "
-              "distribution becomes uniform. A small T does the opposite: compare the plot's T = 0.5 with "
-              "T = 1.",
-         "c": "The order of the tokens stays, but not their probabilities: softmax(z / T) with a small T "
-              "stretches the gaps between the logits, and the largest takes nearly all the probability "
-              "(the plot's T = 0.5 bars against T = 1).",
-         "d": "Sampling keeps no alternative hypotheses: at T → 0 it takes the single most likely token at "
-              "each step, one step at a time. That is greedy decoding, which differs from beam search "
-              "where the model is unsure (section 6, the model of step 500)."})
+    return choice(answer_2, "answer_2", *_TEMPERATURE_ZERO)
+
+
+# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+_CONFIDENT_GREEDY = (
+    "a",
+    "Any other answer leaves greedy's path at some step with a token of probability at most 0.07, "
+    "so its log P is at most ln 0.07 = −2.66, while greedy's is 6 · ln 0.93 = −0.44; even the "
+    "largest penalty within input + 50 tokens cannot close that gap.",
+    {"b": "Beam search keeps 4 hypotheses while it searches, but it returns the one with the best "
+          "score, and here nothing can beat greedy's: any other answer contains a token of "
+          "probability ≤ 0.07 (section 4, the toy; section 6, the trained model).",
+     "c": "The penalty helps longer answers, but not that much: an answer with log P ≤ −2.66 needs "
+          "lp ≥ 8.8 to reach greedy's score −0.30, that is about 220 tokens, and the search "
+          "stops at input + 50 (section 3 has the formula)."},
+)
 
 
 @checker
 def check_confident_greedy(answer_3):
     """Question 3: greedy chose a token of probability 0.93 at each of 6 steps: can beam 4 change it?"""
-    return choice(
-        answer_3, "answer_3", "a",
-        "Any other answer leaves greedy's path at some step with a token of probability at most 0.07, "
-        "so its log P is at most ln 0.07 = −2.66, while greedy's is 6 · ln 0.93 = −0.44; even the "
-        "largest penalty within input + 50 tokens cannot close that gap.",
-        {"b": "Beam search keeps 4 hypotheses while it searches, but it returns the one with the best "
-              "score, and here nothing can beat greedy's: any other answer contains a token of "
-              "probability ≤ 0.07 (section 4, the toy; section 6, the trained model).",
-         "c": "The penalty helps longer answers, but not that much: an answer with log P ≤ −2.66 needs "
-              "lp ≥ 8.8 to reach greedy's score −0.30, that is about 220 tokens, and the search "
-              "stops at input + 50 (section 3 has the formula)."})
+    return choice(answer_3, "answer_3", *_CONFIDENT_GREEDY)
 
 
 # Question 4: the base model's decoder (N = 6 layers, h = 8 heads of d_k = 64, each head with its own

@@ -384,24 +384,29 @@ def check_micro_question(answer_1):
     return "Count the tokens of one step: W workers × n_micro micro-batches × 3,125 tokens = 25,000."
 
 
+# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+_SEEDS_QUESTION = (
+    "stays",
+    "Both copies apply the same averaged update −lr · ḡ at every step, so w₀ − w₁ never changes "
+    "(to float rounding): the copies never meet, and neither is the model the "
+    "averaged gradients belong to. DistributedDataParallel avoids it by copying rank 0's weights "
+    "to every worker when it is built.",
+    {"identical": "Averaging makes the gradients equal, not the weights: each copy subtracts the same "
+                  "update from the weights it had, so the difference of the start is carried along "
+                  "(section 3, the run with seed = rank).",
+     "grows": "The two copies receive exactly the same update at every step, so nothing can make "
+              "their difference grow: it stays the same (section 3, the run with seed = rank).",
+     "shrinks": "Nothing pulls the copies together: averaging the gradients gives both the same "
+                "update, so the difference of the start stays as it was (section 3, the run with "
+                "seed = rank)."},
+)
+
+
 @checker
 def check_seeds_question(answer_2):
     """Two copies with different initial weights, gradients averaged by hand, plain SGD: their
     difference stays what it was at the start ("stays")."""
-    return choice(
-        answer_2, "answer_2", "stays",
-        "Both copies apply the same averaged update −lr · ḡ at every step, so w₀ − w₁ never changes "
-        "(to float rounding): the copies never meet, and neither is the model the "
-        "averaged gradients belong to. DistributedDataParallel avoids it by copying rank 0's weights "
-        "to every worker when it is built.",
-        {"identical": "Averaging makes the gradients equal, not the weights: each copy subtracts the same "
-                      "update from the weights it had, so the difference of the start is carried along "
-                      "(section 3, the run with seed = rank).",
-         "grows": "The two copies receive exactly the same update at every step, so nothing can make "
-                  "their difference grow: it stays the same (section 3, the run with seed = rank).",
-         "shrinks": "Nothing pulls the copies together: averaging the gradients gives both the same "
-                    "update, so the difference of the start stays as it was (section 3, the run with "
-                    "seed = rank)."})
+    return choice(answer_2, "answer_2", *_SEEDS_QUESTION)
 
 
 Q3_PARAMETERS, Q3_WORKERS = 63_082_496, 16

@@ -850,37 +850,47 @@ def check_pre_norm(pre_norm_layer=None):
 
 # --- Check your understanding ------------------------------------------------------------------
 
+# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+_MORE_HEADS = (
+    "feed-forward",
+    "More heads only cut d_model into thinner heads (d_k = 512 / 16 = 32): W_Q, W_K, W_V and "
+    "W_O stay 512 × 512, so the attention keeps its 1,050,624 parameters and the FFN holds "
+    "twice as many.",
+    {"attention": "More heads do not add parameters: each head gets d_k = d_model / h columns, "
+                  "so W_Q, W_K, W_V and W_O stay d_model × d_model whatever h (section 2), and "
+                  "the FFN's W_1 and W_2 hold twice as much (section 7).",
+     "the same": "The attention holds 4·d_model² weights whatever h; the FFN holds "
+                 "2·d_model·d_ff = 8·d_model² since d_ff = 4·d_model: twice as many "
+                 "(section 7)."},
+)
+
+
 @checker
 def check_more_heads(answer_1=None):
     """Question 1: the paper's layer with h = 16: which part holds more parameters?"""
-    return choice(
-        answer_1, "answer_1", "feed-forward",
-        "More heads only cut d_model into thinner heads (d_k = 512 / 16 = 32): W_Q, W_K, W_V and "
-        "W_O stay 512 × 512, so the attention keeps its 1,050,624 parameters and the FFN holds "
-        "twice as many.",
-        {"attention": "More heads do not add parameters: each head gets d_k = d_model / h columns, "
-                      "so W_Q, W_K, W_V and W_O stay d_model × d_model whatever h (section 2), and "
-                      "the FFN's W_1 and W_2 hold twice as much (section 7).",
-         "the same": "The attention holds 4·d_model² weights whatever h; the FFN holds "
-                     "2·d_model·d_ff = 8·d_model² since d_ff = 4·d_model: twice as many "
-                     "(section 7)."})
+    return choice(answer_1, "answer_1", *_MORE_HEADS)
+
+
+# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+_PER_POSITION = (
+    "layer only",
+    "The FFN transforms each position on its own, so token 3's FFN output ignores token 1; "
+    "in the layer the attention first mixes every token into every other, so token 3's "
+    "output moves.",
+    {"neither": "The attention sublayer mixes the tokens: token 3's query reads token 1's key "
+                "and value, so the layer's output for token 3 moves when token 1 changes "
+                "(section 2).",
+     "both": "The FFN is applied to each position on its own: in section 5 token 3 fed alone "
+             "gave exactly its row, so changing token 1 cannot move token 3's FFN output.",
+     "ffn only": "It is the other way round: the FFN never looks at the other tokens "
+                 "(section 5), the attention does (section 2)."},
+)
 
 
 @checker
 def check_per_position(answer_2=None):
     """Question 2: what changing token 1 does to token 3's layer output and FFN output."""
-    return choice(
-        answer_2, "answer_2", "layer only",
-        "The FFN transforms each position on its own, so token 3's FFN output ignores token 1; "
-        "in the layer the attention first mixes every token into every other, so token 3's "
-        "output moves.",
-        {"neither": "The attention sublayer mixes the tokens: token 3's query reads token 1's key "
-                    "and value, so the layer's output for token 3 moves when token 1 changes "
-                    "(section 2).",
-         "both": "The FFN is applied to each position on its own: in section 5 token 3 fed alone "
-                 "gave exactly its row, so changing token 1 cannot move token 3's FFN output.",
-         "ffn only": "It is the other way round: the FFN never looks at the other tokens "
-                     "(section 5), the attention does (section 2)."})
+    return choice(answer_2, "answer_2", *_PER_POSITION)
 
 
 # The answer of question 3 lives here, out of the checker's own source (which ?? shows).

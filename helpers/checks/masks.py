@@ -603,19 +603,24 @@ def check_decoder_mask(fn):
 
 # --- Check your understanding --------------------------------------------------------------------
 
+# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+_ORDER_QUESTION = (
+    "a",
+    "Each output depends only on the set of tokens a query reads: shuffling the tokens "
+    "shuffles the outputs, Attention(X_π) = Attention(X)_π, and the mean does not see the order.",
+    {"b": "Attention weights come from the query and key vectors, not from where a key stands: "
+          "after the shuffle every token scores the same set of keys again (section 1: 'use' "
+          "got the same output at position 6 and at position 2).",
+     "c": "Training changes W_Q, W_K and W_V, but without positions no input carries the order, "
+          "so no weight can learn it: section 5 zeroed the trained model's position table and "
+          "the ticket and its shuffled words got the same scores."},
+)
+
+
 @checker
 def check_order_question(answer_1):
     """Question 1: what attention without positions makes of the same words in another order."""
-    return choice(
-        answer_1, "answer_1", "a",
-        "Each output depends only on the set of tokens a query reads: shuffling the tokens "
-        "shuffles the outputs, Attention(X_π) = Attention(X)_π, and the mean does not see the order.",
-        {"b": "Attention weights come from the query and key vectors, not from where a key stands: "
-              "after the shuffle every token scores the same set of keys again (section 1: 'use' "
-              "got the same output at position 6 and at position 2).",
-         "c": "Training changes W_Q, W_K and W_V, but without positions no input carries the order, "
-              "so no weight can learn it: section 5 zeroed the trained model's position table and "
-              "the ticket and its shuffled words got the same scores."})
+    return choice(answer_1, "answer_1", *_ORDER_QUESTION)
 
 
 PADDING_SHAPE_HINTS = {
@@ -630,17 +635,23 @@ PADDING_SHAPE_HINTS = {
 }
 
 
+# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+_PADDING_QUESTION = (
+    "a",
+    "",
+    {"b": "The mean leaves out the padding *rows*, but inside attention every real token has "
+          "already read the padding *keys*, in both blocks: section 6 printed False for "
+          "'padded without mask = alone'.",
+     "c": "A padding key is not empty: it is the <pad> embedding plus a position vector, and it "
+          "takes a share of every softmax row, since e^score > 0 for any finite score "
+          "(section 6: 'padded without mask = alone' is False)."},
+)
+
+
 @checker
 def check_padding_question(answer_2, shape_2):
     """Question 2: a short ticket padded without a mask, and the shape of src_key_padding_mask."""
-    picked = choice(
-        answer_2, "answer_2", "a", "",
-        {"b": "The mean leaves out the padding *rows*, but inside attention every real token has "
-              "already read the padding *keys*, in both blocks: section 6 printed False for "
-              "'padded without mask = alone'.",
-         "c": "A padding key is not empty: it is the <pad> embedding plus a position vector, and it "
-              "takes a share of every softmax row, since e^score > 0 for any finite score "
-              "(section 6: 'padded without mask = alone' is False)."})
+    picked = choice(answer_2, "answer_2", *_PADDING_QUESTION)
     if not isinstance(picked, Passed):
         return picked
     got = shape(shape_2, "shape_2")
@@ -654,17 +665,22 @@ def check_padding_question(answer_2, shape_2):
             "(number of tickets, number of tokens).")
 
 
+# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+_ROUTER_QUESTION = (
+    "a",
+    "The router has the whole ticket at once, so every token may read every other (padding mask "
+    "only); the writer predicts the next word, which does not exist yet, so it reads only the "
+    "past (causal mask, plus padding in batches).",
+    {"b": "Swapped: the writer predicts the next word, so each of its tokens may read only the "
+          "past (the causal mask, section 8); the router has the whole ticket, and a 'not' near "
+          "the end may change how earlier words are read (section 8).",
+     "c": "An encoder lets every token read the tokens after it: trained like that, the writer "
+          "would read the next word of the reply instead of predicting it, and fail when it has "
+          "to write new text (section 8)."},
+)
+
+
 @checker
 def check_router_question(answer_3):
     """Question 3: which masks the router and the writer need."""
-    return choice(
-        answer_3, "answer_3", "a",
-        "The router has the whole ticket at once, so every token may read every other (padding mask "
-        "only); the writer predicts the next word, which does not exist yet, so it reads only the "
-        "past (causal mask, plus padding in batches).",
-        {"b": "Swapped: the writer predicts the next word, so each of its tokens may read only the "
-              "past (the causal mask, section 8); the router has the whole ticket, and a 'not' near "
-              "the end may change how earlier words are read (section 8).",
-         "c": "An encoder lets every token read the tokens after it: trained like that, the writer "
-              "would read the next word of the reply instead of predicting it, and fail when it has "
-              "to write new text (section 8)."})
+    return choice(answer_3, "answer_3", *_ROUTER_QUESTION)

@@ -254,36 +254,47 @@ def check_predictions(scaled_first, constant_first):
 
 # --- Check your understanding ------------------------------------------------------------------
 
+# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+_BATCH_OF_ONE_QUESTION = (
+    "a",
+    "Each feature's column holds a single number, which is its own mean: x − μ = 0 everywhere, "
+    "and the token's content is erased whatever it was.",
+    {"b": "Batch norm normalises each feature over the batch (a column, section 5's figure), not "
+          "the token's own 8 numbers (a row): that is layer norm.",
+     "c": "No NaN: σ² = 0, but ε keeps the denominator √(0 + ε) away from 0 and the numerator is "
+          "0, as for the constant vector of Your turn 2 (after section 4).",
+     "d": "The mean is subtracted first, and a column of one number equals its mean: x − μ = 0 "
+          "(section 5 for the columns, Your turn 2 for what 0 / √ε gives)."},
+)
+
+
 @checker
 def check_batch_of_one_question(answer_1):
     """Question 1: what batch norm's formula returns on a batch that holds one token."""
-    return choice(
-        answer_1, "answer_1", "a",
-        "Each feature's column holds a single number, which is its own mean: x − μ = 0 everywhere, "
-        "and the token's content is erased whatever it was.",
-        {"b": "Batch norm normalises each feature over the batch (a column, section 5's figure), not "
-              "the token's own 8 numbers (a row): that is layer norm.",
-         "c": "No NaN: σ² = 0, but ε keeps the denominator √(0 + ε) away from 0 and the numerator is "
-              "0, as for the constant vector of Your turn 2 (after section 4).",
-         "d": "The mean is subtracted first, and a column of one number equals its mean: x − μ = 0 "
-              "(section 5 for the columns, Your turn 2 for what 0 / √ε gives)."})
+    return choice(answer_1, "answer_1", *_BATCH_OF_ONE_QUESTION)
+
+
+# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+_WHAT_MOVES_LAYER_NORM = (
+    ["a", "b", "c", "d"],
+    {"d"},
+    "Layer norm computes μ and σ from the token's own numbers only, and a shift of all of them "
+    "cancels in x − μ; after that only γ and β act, and training moves them.",
+    {"a": "Layer norm uses only the token's own 8 numbers: section 5's table shows a change of "
+          "0.000 in every batch. It is batch norm that moves with the other sentences.",
+     "b": "Padding tokens are other rows of the batch; a row is normalised from its own numbers "
+          "(section 5, last line of the table: change 0.000 for layer norm).",
+     "c": "LayerNorm subtracts the token's own mean: adding the same number to all 8 numbers moves "
+          "μ by as much, and x − μ, σ and the output stay the same (section 1's formula).",
+     "d": "γ multiplies and β shifts the normalised numbers (section 1, and section 2 where they "
+          "undo the normalisation): when training moves them, the output moves too."},
+)
 
 
 @checker
 def check_what_moves_layer_norm(answer_2):
     """Question 2: which of the four changes move layer norm's output for c."""
-    return choices(
-        answer_2, "answer_2", ["a", "b", "c", "d"], {"d"},
-        "Layer norm computes μ and σ from the token's own numbers only, and a shift of all of them "
-        "cancels in x − μ; after that only γ and β act, and training moves them.",
-        {"a": "Layer norm uses only the token's own 8 numbers: section 5's table shows a change of "
-              "0.000 in every batch. It is batch norm that moves with the other sentences.",
-         "b": "Padding tokens are other rows of the batch; a row is normalised from its own numbers "
-              "(section 5, last line of the table: change 0.000 for layer norm).",
-         "c": "LayerNorm subtracts the token's own mean: adding the same number to all 8 numbers moves "
-              "μ by as much, and x − μ, σ and the output stay the same (section 1's formula).",
-         "d": "γ multiplies and β shifts the normalised numbers (section 1, and section 2 where they "
-              "undo the normalisation): when training moves them, the output moves too."})
+    return choices(answer_2, "answer_2", *_WHAT_MOVES_LAYER_NORM)
 
 
 @checker

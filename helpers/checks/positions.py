@@ -239,19 +239,24 @@ def check_sinusoidal_positions(fn):
 
 # --- Check your understanding ------------------------------------------------------------------
 
+# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+_SHIFT_QUESTION = (
+    "a",
+    "PE(pos + k) is a rotation of PE(pos) by an angle ω·k that does not depend on pos, so one "
+    "fixed matrix can point a query k tokens back at every position.",
+    {"b": "The rotation angle is ω·k, with no pos in it: section 4 applies one matrix at "
+          "positions 0, 10 and 40 and gets the pairs 3 positions further on each time.",
+     "c": "Sines and cosines stay between −1 and 1 (section 2's table): a shift turns each pair, "
+          "it does not make the numbers bigger (section 4).",
+     "d": "Nothing to memorise: the angle-addition rules of section 4 give PE(pos + k) exactly, as "
+          "a rotation of PE(pos)."},
+)
+
+
 @checker
 def check_shift_question(answer_1):
     """Question 1: what a shift by k does to each pair of columns."""
-    return choice(
-        answer_1, "answer_1", "a",
-        "PE(pos + k) is a rotation of PE(pos) by an angle ω·k that does not depend on pos, so one "
-        "fixed matrix can point a query k tokens back at every position.",
-        {"b": "The rotation angle is ω·k, with no pos in it: section 4 applies one matrix at "
-              "positions 0, 10 and 40 and gets the pairs 3 positions further on each time.",
-         "c": "Sines and cosines stay between −1 and 1 (section 2's table): a shift turns each pair, "
-              "it does not make the numbers bigger (section 4).",
-         "d": "Nothing to memorise: the angle-addition rules of section 4 give PE(pos + k) exactly, as "
-              "a rotation of PE(pos)."})
+    return choice(answer_1, "answer_1", *_SHIFT_QUESTION)
 
 
 @checker
@@ -281,16 +286,21 @@ def check_table_shape_question(answer_2):
             "vector (section 2 printed (50, 64) for 50 positions and d_model = 64).")
 
 
+# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+_DEFAULT_INIT_QUESTION = (
+    "token",
+    "nn.Embedding starts with spread 1, and × √64 makes it about 8, more than ten times the "
+    "positions' 0.59: the small table of spread 1/√d_model is what makes the factor balance them.",
+    {"position": "Positions dominate only for the course's small table without the factor (0.20 "
+                 "times as long). nn.Embedding's default spread is about 1 (section 5 prints it); "
+                 "times √64 = 8 it becomes about 8, against 0.59 for the positions.",
+     "balanced": "Balance needs the small table of spread 1/√64 = 0.125 that the course draws "
+                 "(section 5); nn.Embedding's default spread is about 1, so × 8 makes the token "
+                 "more than ten times louder than the positions."},
+)
+
+
 @checker
 def check_default_init_question(answer_3):
     """Question 3: what nn.Embedding's default initialisation does to the positions."""
-    return choice(
-        answer_3, "answer_3", "token",
-        "nn.Embedding starts with spread 1, and × √64 makes it about 8, more than ten times the "
-        "positions' 0.59: the small table of spread 1/√d_model is what makes the factor balance them.",
-        {"position": "Positions dominate only for the course's small table without the factor (0.20 "
-                     "times as long). nn.Embedding's default spread is about 1 (section 5 prints it); "
-                     "times √64 = 8 it becomes about 8, against 0.59 for the positions.",
-         "balanced": "Balance needs the small table of spread 1/√64 = 0.125 that the course draws "
-                     "(section 5); nn.Embedding's default spread is about 1, so × 8 makes the token "
-                     "more than ten times louder than the positions."})
+    return choice(answer_3, "answer_3", *_DEFAULT_INIT_QUESTION)

@@ -643,24 +643,29 @@ def check_greedy_decode(fn, model):
 
 # --- Check your understanding --------------------------------------------------------------------
 
+# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+_FLOOR_QUESTION = (
+    "label smoothing",
+    "The smoothed target is 0.9077 on the right token and 0.0077 on each other one: the best a "
+    "model can do is predict exactly that, which costs its entropy, 0.537, and a surer model pays more.",
+    {
+        "too few steps": "More steps would not bring it to 0: even a perfect model pays 0.537 against "
+                         "the smoothed target, and being surer than 0.9077 costs more (section 4's "
+                         "curve); the exact match is already at or near 100 % (section 6).",
+        "dropout": "Dropout adds a little in training (the training loss ends just above 0.537), but "
+                   "with dropout off the top probability still stays near 0.9077, far from 0.99 "
+                   "(sections 7 and 9): the target itself asks for 0.9077 (section 4).",
+        "learning rate": "A high rate makes the weights jitter around a solution (why averaging helps, "
+                         "section 6), but the loss curve sits flat on the 0.537 floor that label "
+                         "smoothing sets (sections 4 and 6).",
+    },
+)
+
+
 @checker
 def check_floor_question(answer_1):
     """Why the smoothed training loss stops near 0.54 and the top probability near 0.92."""
-    return choice(
-        answer_1, "answer_1", "label smoothing",
-        "The smoothed target is 0.9077 on the right token and 0.0077 on each other one: the best a "
-        "model can do is predict exactly that, which costs its entropy, 0.537, and a surer model pays more.",
-        {
-            "too few steps": "More steps would not bring it to 0: even a perfect model pays 0.537 against "
-                             "the smoothed target, and being surer than 0.9077 costs more (section 4's "
-                             "curve); the exact match is already at or near 100 % (section 6).",
-            "dropout": "Dropout adds a little in training (the training loss ends just above 0.537), but "
-                       "with dropout off the top probability still stays near 0.9077, far from 0.99 "
-                       "(sections 7 and 9): the target itself asks for 0.9077 (section 4).",
-            "learning rate": "A high rate makes the weights jitter around a solution (why averaging helps, "
-                             "section 6), but the loss curve sits flat on the 0.537 floor that label "
-                             "smoothing sets (sections 4 and 6).",
-        })
+    return choice(answer_1, "answer_1", *_FLOOR_QUESTION)
 
 
 @checker
@@ -684,19 +689,24 @@ def check_passes_question(answer_2):
     return "Count the lines of section 7's loop: each is one pass of the decoder writing one token."
 
 
+# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+_AVERAGING_QUESTION = (
+    "jitter",
+    "At the end of this short run the rate is still high, so the weights jump around a good "
+    "solution; the mean of 5 nearby checkpoints sits closer to its centre.",
+    {
+        "ensemble": "An ensemble averages the outputs of several models, run one by one; here the "
+                    "weights are averaged into one model, run once, which works because the 5 "
+                    "checkpoints lie close together on one path (section 6).",
+        "more training": "No step is added: the 5 checkpoints were all kept during the last 500 "
+                         "steps, and their average is computed without any gradient (section 6).",
+        "no dropout": "Every checkpoint is evaluated with dropout off alike; averaging changes the "
+                      "weights, not the dropout (sections 3 and 6).",
+    },
+)
+
+
 @checker
 def check_averaging_question(answer_3):
     """Why averaging the last 5 checkpoints helps in this short run."""
-    return choice(
-        answer_3, "answer_3", "jitter",
-        "At the end of this short run the rate is still high, so the weights jump around a good "
-        "solution; the mean of 5 nearby checkpoints sits closer to its centre.",
-        {
-            "ensemble": "An ensemble averages the outputs of several models, run one by one; here the "
-                        "weights are averaged into one model, run once, which works because the 5 "
-                        "checkpoints lie close together on one path (section 6).",
-            "more training": "No step is added: the 5 checkpoints were all kept during the last 500 "
-                             "steps, and their average is computed without any gradient (section 6).",
-            "no dropout": "Every checkpoint is evaluated with dropout off alike; averaging changes the "
-                          "weights, not the dropout (sections 3 and 6).",
-        })
+    return choice(answer_3, "answer_3", *_AVERAGING_QUESTION)

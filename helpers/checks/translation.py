@@ -395,41 +395,51 @@ def check_short_bleu(answer):
     return "Count the n-grams of each order 1 to 4 in a two-token sentence, then use the formula."
 
 
+# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+_BLEU_MEANING = dict(
+    right="easier task",
+    why="One right answer per number, a vocabulary of 60 words, and mostly word-for-word "
+        "alignments: a sentence of the news has many good translations, and BLEU against one "
+        "reference scores even a good one far below 100.",
+    wrong={
+        "better model": "BLEU compares systems on the same test set; on different tasks its "
+                        "numbers do not compare: the paper's model on our numbers would score "
+                        "near 100 too.",
+        "sentence average": "Both are corpus BLEU, computed the same way (section 5); the "
+                            "difference is in the task, not in the formula.",
+        "seen in training": "The split is by number: no test number is in the training rows "
+                            "(section 1 checks it).",
+    },
+)
+
+
 @checker
 def check_bleu_meaning(answer):
     """Why BLEU near 100 here does not compare with the paper's 27.3."""
-    return choice(
-        answer, "answer_2", right="easier task",
-        why="One right answer per number, a vocabulary of 60 words, and mostly word-for-word "
-            "alignments: a sentence of the news has many good translations, and BLEU against one "
-            "reference scores even a good one far below 100.",
-        wrong={
-            "better model": "BLEU compares systems on the same test set; on different tasks its "
-                            "numbers do not compare: the paper's model on our numbers would score "
-                            "near 100 too.",
-            "sentence average": "Both are corpus BLEU, computed the same way (section 5); the "
-                                "difference is in the task, not in the formula.",
-            "seen in training": "The split is by number: no test number is in the training rows "
-                                "(section 1 checks it).",
-        })
+    return choice(answer, "answer_2", **_BLEU_MEANING)
+
+
+# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+_ABOVE_QUESTION = dict(
+    right="unseen combinations",
+    why="Every word and every position is known, but never \"hundred\" before \"thousand\": "
+        "the model learnt what its examples show, not the rule that builds French numbers.",
+    wrong={
+        "unknown words": "Every token of the numbers above 100,000 appears in the training rows "
+                         "below 100,000 (section 9 prints it).",
+        "positions": "The position table has 256 rows and extends to any length (notebook 01); "
+                     "even short inputs such as \"two hundred thousand\", shorter than many training "
+                     "inputs, come out wrong (section 9).",
+        "too few steps": "The same model writes almost every unseen number below 100,000 right "
+                         "after the same training: it learnt its range, not beyond.",
+    },
+)
 
 
 @checker
 def check_above_question(answer):
     """Why the model trained below 100,000 fails above it."""
-    return choice(
-        answer, "answer_3", right="unseen combinations",
-        why="Every word and every position is known, but never \"hundred\" before \"thousand\": "
-            "the model learnt what its examples show, not the rule that builds French numbers.",
-        wrong={
-            "unknown words": "Every token of the numbers above 100,000 appears in the training rows "
-                             "below 100,000 (section 9 prints it).",
-            "positions": "The position table has 256 rows and extends to any length (notebook 01); "
-                         "even short inputs such as \"two hundred thousand\", shorter than many training "
-                         "inputs, come out wrong (section 9).",
-            "too few steps": "The same model writes almost every unseen number below 100,000 right "
-                             "after the same training: it learnt its range, not beyond.",
-        })
+    return choice(answer, "answer_3", **_ABOVE_QUESTION)
 
 
 # --- Check your understanding (the questions that apply each section to a new case) ----------
@@ -479,47 +489,56 @@ def check_early_stop_bleu(answer):
             "references?), add them over the corpus, then the brevity penalty from the total lengths.")
 
 
+# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+_TOKENISED_BLEU = dict(
+    right="cannot tell",
+    why="The same outputs score 60.12 with the hyphens split and 47.77 with sacrebleu's 13a tokenizer "
+        "(section 5): a tokenisation moves BLEU by far more than 0.5, so score both systems the same "
+        "way before comparing them.",
+    wrong={
+        "B is better": "B's 28.4 and A's 27.9 are counted on different tokens: in section 5 the "
+                       "tokenisation alone moved the same outputs from 47.77 to 60.12.",
+        "A is better": "Splitting compounds raised section 5's example, but by an amount that depends on "
+                       "the text and the mistakes: the two numbers do not say which system is better.",
+        "equal": "Nothing says the two systems are equally good: the numbers are counted on different "
+                 "tokens, so they say nothing either way until both are scored the same way.",
+    },
+)
+
+
 @checker
 def check_tokenised_bleu(answer):
     """Two BLEU scores on one test set, from two tokenisations: what can be concluded."""
-    return choice(
-        answer, "answer_2", right="cannot tell",
-        why="The same outputs score 60.12 with the hyphens split and 47.77 with sacrebleu's 13a tokenizer "
-            "(section 5): a tokenisation moves BLEU by far more than 0.5, so score both systems the same "
-            "way before comparing them.",
-        wrong={
-            "B is better": "B's 28.4 and A's 27.9 are counted on different tokens: in section 5 the "
-                           "tokenisation alone moved the same outputs from 47.77 to 60.12.",
-            "A is better": "Splitting compounds raised section 5's example, but by an amount that depends on "
-                           "the text and the mistakes: the two numbers do not say which system is better.",
-            "equal": "Nothing says the two systems are equally good: the numbers are counted on different "
-                     "tokens, so they say nothing either way until both are scored the same way.",
-        })
+    return choice(answer, "answer_2", **_TOKENISED_BLEU)
 
 
 BELOW_INPUTS = ["eighty-one thousand", "one hundred thousand and one",
                 "ninety thousand, nine hundred and nine", "three hundred thousand and three"]
 
 
+# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+_FAILS_ABOVE = ("It has \"hundred\" before \"thousand\", which no training source below 100,000 has "
+                "(section 9): the model writes a number below 100,000 instead")
+_BELOW_ANSWER = dict(
+    right={"eighty-one thousand", "ninety thousand, nine hundred and nine"},
+    why="Below 100,000 the model writes almost every unseen number right; above, every input has "
+        "\"hundred\" before \"thousand\", however short (\"three hundred thousand and three\" is 5 "
+        "tokens), and fails.",
+    hints={
+        "eighty-one thousand": "\"eighty-one thousand\" is below 100,000 and made of patterns the "
+                               "training rows have: the model gets it right, as it gets almost every "
+                               "unseen number below 100,000.",
+        "ninety thousand, nine hundred and nine": "90,909 is below 100,000: its length (7 tokens) and "
+                                                  "its words are all in the training rows' patterns, "
+                                                  "and the model gets it right.",
+        "one hundred thousand and one": _FAILS_ABOVE + ".",
+        "three hundred thousand and three": _FAILS_ABOVE + ", short as it is (5 tokens, fewer than most "
+                                            "training sources).",
+    }
+)
+
+
 @checker
 def check_below_inputs(answer):
     """Which inputs the model trained below 100,000 translates right."""
-    fails = ("It has \"hundred\" before \"thousand\", which no training source below 100,000 has "
-             "(section 9): the model writes a number below 100,000 instead")
-    return choices(
-        answer, "answer_3", BELOW_INPUTS,
-        right={"eighty-one thousand", "ninety thousand, nine hundred and nine"},
-        why="Below 100,000 the model writes almost every unseen number right; above, every input has "
-            "\"hundred\" before \"thousand\", however short (\"three hundred thousand and three\" is 5 "
-            "tokens), and fails.",
-        hints={
-            "eighty-one thousand": "\"eighty-one thousand\" is below 100,000 and made of patterns the "
-                                   "training rows have: the model gets it right, as it gets almost every "
-                                   "unseen number below 100,000.",
-            "ninety thousand, nine hundred and nine": "90,909 is below 100,000: its length (7 tokens) and "
-                                                      "its words are all in the training rows' patterns, "
-                                                      "and the model gets it right.",
-            "one hundred thousand and one": fails + ".",
-            "three hundred thousand and three": fails + ", short as it is (5 tokens, fewer than most "
-                                                "training sources).",
-        })
+    return choices(answer, "answer_3", BELOW_INPUTS, **_BELOW_ANSWER)
