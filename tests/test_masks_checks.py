@@ -502,6 +502,10 @@ def minus_hundred(ids, pad):
     return right_with_triu(ids, pad).clamp(min=-100.0)
 
 
+def minus_thousand(ids, pad):
+    return right_with_triu(ids, pad).clamp(min=-1000.0)
+
+
 def both_axes(ids, pad):
     n = ids.shape[1]
     hidden = torch.ones(n, n).triu(1).bool() | (ids == pad)[:, None, None, :] | (ids == pad)[:, None, :, None]
@@ -536,7 +540,8 @@ DECODER_HINTS = {inverted: "Inverted mask", plus_inf: "+inf", diagonal_hidden: "
                  hides_the_past: "wrong side", causal_only: "padding is missing",
                  padding_only: "causal part is missing", no_head_axis: "head axis",
                  hard_coded_pad: "pad argument", multiplied: "contains nan", ones_for_hidden: "more weight",
-                 minus_hundred: "only lowers", calls_the_reference: "the very reference"}
+                 minus_hundred: "only lowers", minus_thousand: "is 0 in float32, so it hides a cell only",
+                 calls_the_reference: "the very reference"}
 
 
 def test_decoder_mask_names_each_mistake_and_only_it(capsys):

@@ -17,6 +17,10 @@ from helpers.tickets import PAD
 
 # A finite score at or below this hides a key as well as -inf does: e^(-1e4) is 0 in float32.
 LARGE_NEGATIVE = -1e4
+# e^x is exactly 0 in float32 from here down (e^-104 rounds to 0; the smallest float32 is e^-103.3).
+FLOAT32_ZERO = -104.0
+
+
 def _large_negative_works(value):
     """The Passed text for a mask that hides with the finite number value (at most LARGE_NEGATIVE)."""
     return (f"You used a large negative number, {value:g}, instead of -inf: that works in practice "
@@ -555,6 +559,11 @@ def _decoder_cells(got, ids, target):
             raise Hint(f"The mask holds {value:g}: added to a score, a positive number gives that cell "
                        "more weight instead of hiding it. A hidden cell gets -inf (e^(-inf) = 0), a "
                        "visible one 0.")
+        if value <= FLOAT32_ZERO:
+            raise Hint(f"The mask holds {value:g}: e^{value:g} is 0 in float32, so it hides a cell only "
+                       f"while that cell's own score is less than {-value + FLOAT32_ZERO:g} above the best "
+                       "visible score of its row; -inf hides it whatever the scores (e^(-inf) = 0), and a "
+                       "visible cell gets 0.")
         raise Hint(f"The mask holds {value:g}: added to a score, it only lowers that cell's weight "
                    f"(by a factor e^{value:g}), it does not hide it. A hidden cell gets -inf "
                    "(e^(-inf) = 0), a visible one 0.")
