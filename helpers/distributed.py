@@ -411,6 +411,10 @@ def launch(target, world_size=2, *args, timeout=TIMEOUT, method=None):
         return [r["value"] for r in results]
 
 
+# Printed on stdout by the Gloo of some torch versions (2.10) when a worker connects; not the script's.
+GLOO_NOTICE = "[Gloo] Rank "
+
+
 def torchrun(script, nproc=2, timeout=120.0):
     """Run a script with torchrun on this machine (``python -m torch.distributed.run --standalone``,
     which picks a free port itself): the finished process (stdout, stderr, returncode). Its whole
@@ -433,9 +437,6 @@ def torchrun(script, nproc=2, timeout=120.0):
     out = "".join(line for line in out.splitlines(keepends=True) if not line.startswith(GLOO_NOTICE))
     return subprocess.CompletedProcess(command, child.returncode, out, err)
 
-
-# Printed on stdout by the Gloo of some torch versions (2.10) when a worker connects; not the script's.
-GLOO_NOTICE = "[Gloo] Rank "
 
 
 def leftover_workers():

@@ -172,8 +172,9 @@ def readme_table():
     for stem, title, line, *_ in course.NOTEBOOKS:
         nb = nbformat.read(SOLUTIONS / f"{stem}.ipynb", as_version=4)
         times.append(timing.minutes(nb))
-        if timing.optional_minutes(nb):
-            extras.append(timing.optional_minutes(nb))
+        extra = timing.optional_minutes(nb)
+        if extra:
+            extras.append(extra)
         links = []
         for folder in ("notebooks", "solutions"):
             links.append(f"[![Open in Colab]({colab})]({course.colab_url(folder, stem)}) "

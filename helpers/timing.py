@@ -89,6 +89,12 @@ def _in_optional(nb):
     return {id(c) for _, cells in optional_parts(nb) for c in cells}
 
 
+def _optional_cells(nb):
+    """The cells of all the notebook's optional parts, in order ([] when it has none)."""
+    optional = _in_optional(nb)
+    return [c for c in nb.cells if id(c) in optional]
+
+
 def tasks(nb, cells=None):
     """The exercises and questions of the notebook (or of those of its cells given): two lists
     of (cell, minutes)."""
@@ -155,25 +161,25 @@ def minutes(nb):
 def optional_minutes(nb, cells=None):
     """The estimate of the notebook's optional parts (or of one part's cells): (low, high), or
     None when it has none."""
-    if cells is None:
-        optional = _in_optional(nb)
-        cells = [c for c in nb.cells if id(c) in optional]
+    cells = _optional_cells(nb) if cells is None else cells
     return breakdown(nb, cells)[2] if cells else None
+
+
+def _said(nb, extra):
+    """'140–170 min', followed by extra (formatted with the optional parts' low and high) if any."""
+    (low, high), optional = minutes(nb), optional_minutes(nb)
+    return f"{low}–{high} min" + (extra.format(*optional) if optional else "")
 
 
 def stated(nb):
     """'140–170 min', or '120–150 min, plus 25–40 min for the optional parts', as the first cell
     says it."""
-    low, high = minutes(nb)
-    extra = optional_minutes(nb)
-    return f"{low}–{high} min" + (f", plus {extra[0]}–{extra[1]} min for the optional parts" if extra else "")
+    return _said(nb, ", plus {}–{} min for the optional parts")
 
 
 def in_table(nb):
     """'140–170 min', or '120–150 min (+25–40 optional)', as the README's table says it."""
-    low, high = minutes(nb)
-    extra = optional_minutes(nb)
-    return f"{low}–{high} min" + (f" (+{extra[0]}–{extra[1]} optional)" if extra else "")
+    return _said(nb, " (+{}–{} optional)")
 
 
 def total(minutes_list):
@@ -192,7 +198,7 @@ def counts_line(notebooks):
     words = exercises = questions = 0
     ranges, extras = [], []
     for nb in notebooks:
-        for cells in (None, [c for c in nb.cells if id(c) in _in_optional(nb)]):
+        for cells in (None, _optional_cells(nb)):
             if cells == []:
                 continue
             counts, _, span = breakdown(nb, cells)
@@ -215,13 +221,12 @@ def main():
         counts, parts, span = breakdown(nb)
         ranges.append(span)
         notebooks.append(nb)
-        print(f"| {path.stem[:2]} | " + " | ".join(str(v) for v in counts.values()) + " | "
-              + " | ".join(f"{v:.0f}" for v in parts.values()) + f" | {span[0]}–{span[1]} |")
+        rows = [(path.stem[:2], counts, parts, span)]
         for head, cells in optional_parts(nb):
-            counts, parts, span = breakdown(nb, cells)
             title = next(line for line in head.source.splitlines() if line.startswith("#"))
-            print(f"| {path.stem[:2]}, optional: {title.lstrip('# ')[:40]} | "
-                  + " | ".join(str(v) for v in counts.values()) + " | "
+            rows.append((f"{path.stem[:2]}, optional: {title.lstrip('# ')[:40]}", *breakdown(nb, cells)))
+        for label, counts, parts, span in rows:
+            print(f"| {label} | " + " | ".join(str(v) for v in counts.values()) + " | "
                   + " | ".join(f"{v:.0f}" for v in parts.values()) + f" | {span[0]}–{span[1]} |")
     print(f"\n{counts_line(notebooks)}")
 

@@ -144,10 +144,9 @@ def test_the_notation_page_states_the_reuses():
 
 # --- Names in code: one meaning across the notebooks ------------------------------------------
 
-CODE_NAMES = {
-    # name: (what it is, in every notebook), and how a cell may bind it
-    "same": "the tolerance comparison of notebooks 03 and 04, bound only by `def same`",
-    "attention": "helpers.attention.attention, bound only by importing it",
+CODE_NAMES = {   # name: (how a cell may bind it, what it is in every notebook)
+    "same": ({"def"}, "the tolerance comparison of notebooks 03 and 04, bound only by `def same`"),
+    "attention": ({"import"}, "helpers.attention.attention, bound only by importing it"),
 }
 
 
@@ -169,18 +168,12 @@ def code_bindings(source, name):
 
 
 def test_a_code_name_keeps_one_meaning_in_every_notebook():
-    import nbformat
-    allowed = {"same": {"def"}, "attention": {"import"}}
     found = []
-    for path in sorted(pathlib.Path(__file__).resolve().parent.parent.glob("solutions/*.ipynb")):
-        for cell in nbformat.read(path, as_version=4).cells:
-            if cell.cell_type != "code":
-                continue
-            for name in CODE_NAMES:
-                wrong = set(code_bindings(cell.source, name)) - allowed[name]
-                if wrong:
-                    found.append(f"{path.stem[:2]} {cell.get('id')}: {name} bound by {sorted(wrong)}; "
-                                 f"it is {CODE_NAMES[name]}")
+    for stem, cell, source in notation.course_code():
+        for name, (allowed, meaning) in CODE_NAMES.items():
+            wrong = set(code_bindings(source, name)) - allowed
+            if wrong:
+                found.append(f"{stem[:2]} cell {cell}: {name} bound by {sorted(wrong)}; it is {meaning}")
     assert not found, "\n".join(found)
 
 
