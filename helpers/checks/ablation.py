@@ -7,7 +7,8 @@ _LOOK_FOR = (" One head can make that single pattern sharp. Look for the task wh
              "two letters.")
 
 
-# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+# Each question's answer, its explanation and its hints live in a constant above its checker,
+# out of the checker's own source (which ?? shows).
 _HEADS_TASK_QUESTION = (
     "later of two",
     "Each output position needs two source letters at once, the one at its own position and the "

@@ -416,7 +416,8 @@ CHANGED_OPTIONS = ["post-norm", "sinusoidal", "relu", "kv per head", "tied", "so
 CHANGED_RIGHT = {"post-norm", "sinusoidal", "relu", "kv per head"}
 
 
-# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+# Each question's answer, its explanation and its hints live in a constant above its checker,
+# out of the checker's own source (which ?? shows).
 _CHANGED_CHOICES = (
     CHANGED_OPTIONS,
     CHANGED_RIGHT,

@@ -521,7 +521,8 @@ def _check_decoder_layer(fn):
 
 # --- Check your understanding -----------------------------------------------------------------
 
-# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+# Each question's answer, its explanation and its hints live in a constant above its checker,
+# out of the checker's own source (which ?? shows).
 _WHERE_QKV_COME_FROM = (
     "b",
     "Each decoder position asks its question (the query); the source answers through the "
@@ -573,7 +574,6 @@ def check_cross_weights_shape(answer_2):
                                       "(section 2).")
 
 
-# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
 _DECODER_MASKS = (
     ["a", "b", "c", "d"],
     {"a", "b"},

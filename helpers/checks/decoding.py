@@ -587,7 +587,8 @@ def check_cached_attention(fn):
 
 # --- Check your understanding -----------------------------------------------------------------
 
-# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+# Each question's answer, its explanation and its hints live in a constant above its checker,
+# out of the checker's own source (which ?? shows).
 _BEAM_ONE = (
     "a",
     "With one beam the candidates of a step all extend the same hypothesis, so they have the same "
@@ -608,7 +609,6 @@ def check_beam_one(answer_1):
     return choice(answer_1, "answer_1", *_BEAM_ONE)
 
 
-# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
 _TEMPERATURE_ZERO = (
     "a",
     "Dividing the logits by a tiny T stretches every gap between them, so the most likely token's "
@@ -631,7 +631,6 @@ def check_temperature_zero(answer_2):
     return choice(answer_2, "answer_2", *_TEMPERATURE_ZERO)
 
 
-# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
 _CONFIDENT_GREEDY = (
     "a",
     "Any other answer leaves greedy's path at some step with a token of probability at most 0.07, "

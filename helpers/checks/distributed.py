@@ -384,7 +384,8 @@ def check_micro_question(answer_1):
     return "Count the tokens of one step: W workers × n_micro micro-batches × 3,125 tokens = 25,000."
 
 
-# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+# Each question's answer, its explanation and its hints live in a constant above its checker,
+# out of the checker's own source (which ?? shows).
 _SEEDS_QUESTION = (
     "stays",
     "Both copies apply the same averaged update −lr · ḡ at every step, so w₀ − w₁ never changes "

@@ -850,7 +850,8 @@ def check_pre_norm(pre_norm_layer=None):
 
 # --- Check your understanding ------------------------------------------------------------------
 
-# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+# Each question's answer, its explanation and its hints live in a constant above its checker,
+# out of the checker's own source (which ?? shows).
 _MORE_HEADS = (
     "feed-forward",
     "More heads only cut d_model into thinner heads (d_k = 512 / 16 = 32): W_Q, W_K, W_V and "
@@ -871,7 +872,6 @@ def check_more_heads(answer_1=None):
     return choice(answer_1, "answer_1", *_MORE_HEADS)
 
 
-# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
 _PER_POSITION = (
     "layer only",
     "The FFN transforms each position on its own, so token 3's FFN output ignores token 1; "

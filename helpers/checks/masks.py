@@ -612,7 +612,8 @@ def check_decoder_mask(fn):
 
 # --- Check your understanding --------------------------------------------------------------------
 
-# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+# Each question's answer, its explanation and its hints live in a constant above its checker,
+# out of the checker's own source (which ?? shows).
 _ORDER_QUESTION = (
     "a",
     "Each output depends only on the set of tokens a query reads: shuffling the tokens "
@@ -644,7 +645,6 @@ PADDING_SHAPE_HINTS = {
 }
 
 
-# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
 _PADDING_QUESTION = (
     "a",
     "",
@@ -674,7 +674,6 @@ def check_padding_question(answer_2, shape_2):
             "(number of tickets, number of tokens).")
 
 
-# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
 _ROUTER_QUESTION = (
     "a",
     "The router has the whole ticket at once, so every token may read every other (padding mask "

@@ -254,7 +254,8 @@ def check_predictions(scaled_first, constant_first):
 
 # --- Check your understanding ------------------------------------------------------------------
 
-# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+# Each question's answer, its explanation and its hints live in a constant above its checker,
+# out of the checker's own source (which ?? shows).
 _BATCH_OF_ONE_QUESTION = (
     "a",
     "Each feature's column holds a single number, which is its own mean: x − μ = 0 everywhere, "
@@ -274,7 +275,6 @@ def check_batch_of_one_question(answer_1):
     return choice(answer_1, "answer_1", *_BATCH_OF_ONE_QUESTION)
 
 
-# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
 _WHAT_MOVES_LAYER_NORM = (
     ["a", "b", "c", "d"],
     {"d"},

@@ -239,7 +239,8 @@ def check_sinusoidal_positions(fn):
 
 # --- Check your understanding ------------------------------------------------------------------
 
-# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+# Each question's answer, its explanation and its hints live in a constant above its checker,
+# out of the checker's own source (which ?? shows).
 _SHIFT_QUESTION = (
     "a",
     "PE(pos + k) is a rotation of PE(pos) by an angle ω·k that does not depend on pos, so one "
@@ -286,7 +287,6 @@ def check_table_shape_question(answer_2):
             "vector (section 2 printed (50, 64) for 50 positions and d_model = 64).")
 
 
-# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
 _DEFAULT_INIT_QUESTION = (
     "token",
     "nn.Embedding starts with spread 1, and × √64 makes it about 8, more than ten times the "

@@ -643,7 +643,8 @@ def check_greedy_decode(fn, model):
 
 # --- Check your understanding --------------------------------------------------------------------
 
-# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+# Each question's answer, its explanation and its hints live in a constant above its checker,
+# out of the checker's own source (which ?? shows).
 _FLOOR_QUESTION = (
     "label smoothing",
     "The smoothed target is 0.9077 on the right token and 0.0077 on each other one: the best a "
@@ -689,7 +690,6 @@ def check_passes_question(answer_2):
     return "Count the lines of section 7's loop: each is one pass of the decoder writing one token."
 
 
-# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
 _AVERAGING_QUESTION = (
     "jitter",
     "At the end of this short run the rate is still high, so the weights jump around a good "

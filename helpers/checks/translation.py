@@ -395,7 +395,8 @@ def check_short_bleu(answer):
     return "Count the n-grams of each order 1 to 4 in a two-token sentence, then use the formula."
 
 
-# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
+# Each question's answer, its explanation and its hints live in a constant above its checker,
+# out of the checker's own source (which ?? shows).
 _BLEU_MEANING = dict(
     right="easier task",
     why="One right answer per number, a vocabulary of 60 words, and mostly word-for-word "
@@ -419,7 +420,6 @@ def check_bleu_meaning(answer):
     return choice(answer, "answer_2", **_BLEU_MEANING)
 
 
-# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
 _ABOVE_QUESTION = dict(
     right="unseen combinations",
     why="Every word and every position is known, but never \"hundred\" before \"thousand\": "
@@ -489,7 +489,6 @@ def check_early_stop_bleu(answer):
             "references?), add them over the corpus, then the brevity penalty from the total lengths.")
 
 
-# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
 _TOKENISED_BLEU = dict(
     right="cannot tell",
     why="The same outputs score 60.12 with the hyphens split and 47.77 with sacrebleu's 13a tokenizer "
@@ -516,7 +515,6 @@ BELOW_INPUTS = ["eighty-one thousand", "one hundred thousand and one",
                 "ninety thousand, nine hundred and nine", "three hundred thousand and three"]
 
 
-# The question's answer, its explanation and the hints, out of the checker's source (?? shows it).
 _FAILS_ABOVE = ("It has \"hundred\" before \"thousand\", which no training source below 100,000 has "
                 "(section 9): the model writes a number below 100,000 instead")
 _BELOW_ANSWER = dict(
