@@ -607,7 +607,7 @@ def test_questions_survive_odd_answers(check, right, capsys):
 
 def test_order_question(capsys):
     passed, line = said(check_order_question, "a", capsys=capsys)
-    assert line.startswith("Check passed. ") and "Attention(X_π)" in line
+    assert line.startswith("Check passed. ") and "Attention(X_ρ)" in line
     for wrong, words in (("b", "section 1"), ("c", "section 5")):
         passed, line = said(check_order_question, wrong, capsys=capsys)
         assert not passed and words in line, line

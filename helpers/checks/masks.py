@@ -186,7 +186,7 @@ def check_shuffle_test(fn):
     hint = _pattern_hint(got, labels, right, mistakes, "your shuffle_test")
     if hint is None:
         return Passed("Your test says True for self-attention without positions and for a "
-                      "feed-forward layer (order-blind: Attention(X_π) = Attention(X)_π), and False "
+                      "feed-forward layer (order-blind: Attention(X_ρ) = Attention(X)_ρ), and False "
                       "with position vectors, with a causal mask and for reversing the tokens.")
     return hint
 
@@ -617,7 +617,7 @@ def check_decoder_mask(fn):
 _ORDER_QUESTION = (
     "a",
     "Each output depends only on the set of tokens a query reads: shuffling the tokens "
-    "shuffles the outputs, Attention(X_π) = Attention(X)_π, and the mean does not see the order.",
+    "shuffles the outputs, Attention(X_ρ) = Attention(X)_ρ, and the mean does not see the order.",
     {"b": "Attention weights come from the query and key vectors, not from where a key stands: "
           "after the shuffle every token scores the same set of keys again (section 1: 'use' "
           "got the same output at position 6 and at position 2).",
