@@ -148,8 +148,8 @@ class Segmenter:
         return [(self.pieces(p.english), self.pieces(p.french)) for p in pairs]
 
     def vocabulary(self, pairs):
-        """One shared vocabulary (helpers.translation.Vocabulary) of the pieces of pairs' words."""
-        from helpers.translation import Vocabulary
+        """One shared vocabulary (helpers.vocabulary.Vocabulary) of the pieces of pairs' words."""
+        from helpers.vocabulary import Vocabulary
 
         return Vocabulary(piece for word in word_counts(texts_of(pairs)) for piece in self.word(word))
 

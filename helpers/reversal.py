@@ -8,7 +8,8 @@ a–j as 3..12, so "c a b e d" is 5 3 4 7 6. Padding sits at the end of each seq
 
 import torch
 
-PAD, BOS, EOS = 0, 1, 2
+from helpers.vocabulary import BOS, EOS, PAD  # noqa: F401  (the ids every task shares)
+
 LETTERS = "abcdefghij"
 ITOS = ["<pad>", "<s>", "</s>", *LETTERS]          # id -> token
 STOI = {token: i for i, token in enumerate(ITOS)}   # token -> id

@@ -37,10 +37,9 @@ from typing import NamedTuple
 import torch
 
 from helpers.decoding import TINY, load_tiny
-from helpers.reversal import BOS, EOS, PAD
+from helpers.vocabulary import BOS, EOS, PAD, SPECIALS, Vocabulary  # noqa: F401  (re-exported)
 
 DATA = pathlib.Path(__file__).resolve().parent / "data" / "numbers_en_fr.tsv"
-SPECIALS = ["<pad>", "<s>", "</s>"]
 BELOW = 100_000             # the second model trains on numbers below this, and is tested above
 SEED = 2017                 # the draw of the shipped split
 # numbers the notebook looks at closely: always in the test split, never trained on
@@ -78,34 +77,6 @@ def detokenize(tokens):
 
 
 # --- the vocabulary -------------------------------------------------------------------------
-
-class Vocabulary:
-    """One token list for source and target: itos[id] -> token, stoi[token] -> id."""
-
-    def __init__(self, tokens):
-        words = sorted(set(tokens) - set(SPECIALS))
-        self.itos = [*SPECIALS, *words]
-        self.stoi = {token: i for i, token in enumerate(self.itos)}
-        assert (self.stoi["<pad>"], self.stoi["<s>"], self.stoi["</s>"]) == (PAD, BOS, EOS)
-
-    def __len__(self):
-        return len(self.itos)
-
-    def encode(self, tokens):
-        """A list of tokens -> a list of ids."""
-        return [self.stoi[t] for t in tokens]
-
-    def decode(self, ids):
-        """ids (a list or 1-d tensor, maybe starting with <s>) -> the tokens before </s>, without
-        <s> and <pad>."""
-        tokens = []
-        for i in (int(i) for i in ids):
-            if i == EOS:
-                break
-            if i not in (PAD, BOS):
-                tokens.append(self.itos[i])
-        return tokens
-
 
 def vocabulary(pairs=None):
     """The shared vocabulary of every token in pairs (by default the shipped training rows)."""
