@@ -18,15 +18,10 @@ it merges, again and again, the adjacent pair that was learnt first.
   installed (None elsewhere).
 - ``Segmenter(merges)``: ``pieces(text)``, ``join(pieces)`` and ``vocabulary(pairs)``, notebook 09's
   number pairs cut into pieces.
-- Notebook 09's model trained on pieces is shipped in ``helpers/checkpoints/numbers_bpe_50.pt``,
-  made by
-
-      python -m helpers.bpe --save-model
+- Notebook 09's model trained on pieces is in ``helpers.tasks.numbers``.
 """
 
-import argparse
 import io
-import pathlib
 from collections import Counter
 
 END = "</w>"                 # the end-of-word mark, glued to a word's last character
@@ -157,52 +152,3 @@ class Segmenter:
 def texts_of(pairs):
     """The English and the French of each pair, in one list: what the shared merges learn from."""
     return [text for p in pairs for text in (p.english, p.french)]
-
-
-# --- notebook 09's model on pieces --------------------------------------------------------------
-
-CHECKPOINTS = pathlib.Path(__file__).resolve().parent / "checkpoints"
-
-
-def model_name(n_merges=MERGES):
-    return f"numbers_bpe_{n_merges}.pt"
-
-
-def train_bpe_model(n_merges=MERGES, folder=CHECKPOINTS, seed=0, progress=True):
-    """Notebook 09's training run (helpers.translation.train_numbers: same recipe, same steps) on
-    the training numbers cut into pieces by n_merges merges learnt from their texts; saves the
-    averaged model's state dict as folder/model_name(n_merges). Returns (model, segmenter, vocab)."""
-    import torch
-
-    from helpers.translation import load_pairs, train_numbers
-
-    pairs = load_pairs("train")
-    segmenter = Segmenter(learn_merges(texts_of(pairs), n_merges))
-    vocab = segmenter.vocabulary(pairs)
-    model, _ = train_numbers(pairs, vocab, seed=seed, progress=progress, tokens=segmenter.piece_pairs)
-    folder = pathlib.Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    torch.save(model.state_dict(), folder / model_name(n_merges))
-    return model, segmenter, vocab
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(description="Notebook 09's model trained on byte-pair pieces.")
-    parser.add_argument("--save-model", metavar="FOLDER", nargs="?", const=str(CHECKPOINTS),
-                        help="train it and save it as FOLDER/numbers_bpe_<merges>.pt "
-                        "(default folder: helpers/checkpoints)")
-    parser.add_argument("--merges", type=int, default=MERGES, help="the merge count (default %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="the training seed (default 0)")
-    args = parser.parse_args(argv)
-    if not args.save_model:
-        parser.error("nothing to do: pass --save-model")
-    import time
-
-    start = time.time()
-    _, _, vocab = train_bpe_model(args.merges, args.save_model, seed=args.seed)
-    path = pathlib.Path(args.save_model) / model_name(args.merges)
-    print(f"wrote {path} ({path.stat().st_size:,} bytes; {len(vocab)} tokens) in {time.time() - start:.0f} s")
-
-
-if __name__ == "__main__":
-    main()

@@ -12,30 +12,19 @@ and the key/value cache that makes each new token cost one position instead of a
   decoder layer's keys and values; ``greedy_decode(model, src, cache=True)`` uses it.
 - ``sampling_probs``, ``draw`` and ``sample_decode``: sampling with a temperature and top-k, the
   way chat models write, reproducible with a seeded ``torch.Generator``.
-- ``train_reversal_checkpoints(folder)``: notebook 05's training run, saving its model at
-  step 500 and its final averaged model (the files notebook 08 loads):
-
-      python -m helpers.decoding --save helpers/checkpoints
 
 The decoder's input always starts with ``<s>``; |Y| counts the tokens written after it,
 ``</s>`` included. A finished hypothesis (one that wrote ``</s>``) is never extended: it stays
 in the beam with its final score, written as ``pad`` from then on.
 """
 
-import argparse
 import math
-import pathlib
 
 import torch
 import torch.nn.functional as F
 
 from helpers.attention import merge_heads, split_heads
-from helpers.reversal import BOS, EOS, PAD
-
-CHECKPOINTS = pathlib.Path(__file__).resolve().parent / "checkpoints"
-PARTLY_TRAINED = "reversal_step500.pt"
-TRAINED = "reversal_step1500_averaged.pt"
-TINY = {"d": 64, "h": 4, "d_ff": 256, "n_layers": 2}          # notebook 05's tiny model
+from helpers.vocabulary import BOS, EOS, PAD
 
 
 # --- the length penalty and one step of beam search -------------------------------------------
@@ -319,7 +308,7 @@ def greedy_decode(model, src, max_len=None, use_cache=True, stop=True):
 
     src (batch, n) -> ids (batch, 1 + steps) starting with <s>. Writes at most max_len tokens
     (by default n + 1) and, with stop=True, stops when every row has written </s>. Tokens after a
-    row's </s> are whatever the model writes next: helpers.reversal.pad_after_eos blanks them.
+    row's </s> are whatever the model writes next: helpers.tasks.reversal.pad_after_eos blanks them.
     """
     return _write(model, src, lambda logits: logits.argmax(-1), max_len, use_cache, stop)
 
@@ -438,66 +427,3 @@ def exact_matches(outputs, tgt_out):
     (batch, n) up to and including </s>."""
     return torch.tensor([up_to_eos(out[1:]) == up_to_eos(want)
                          for out, want in zip(outputs.tolist(), tgt_out.tolist(), strict=True)])
-
-
-# --- the shipped checkpoints: notebook 05's run ------------------------------------------------
-
-def load_tiny(path, vocab=None):
-    """A tiny Transformer (notebook 05's size) with the state dict saved at path, in eval mode.
-
-    vocab: the vocabulary size (default: the reversal task's 13 tokens)."""
-    from helpers.model import Transformer
-    from helpers.reversal import VOCAB
-
-    model = Transformer(vocab=vocab or VOCAB, p=0.1, **TINY)
-    model.load_state_dict(torch.load(path, weights_only=True))
-    return model.eval()
-
-
-def train_reversal_checkpoints(folder=CHECKPOINTS, progress=True):
-    """Notebook 05's training run, exactly: one thread, seed 0, 1,500 steps of 64 one-length
-    sequences, Adam with warmup 400, label smoothing, the average of the last 5 checkpoints.
-    Saves the weights after step 500 (PARTLY_TRAINED) and the averaged final model (TRAINED)
-    as state dicts in folder. Returns the two state dicts."""
-    from helpers import seed_all
-    from helpers.model import Transformer
-    from helpers.recipe import adam_with_warmup, average_weights, smoothed_loss, train
-    from helpers.reversal import VOCAB, batch
-
-    torch.set_num_threads(1)
-    seed_all(0)
-    gen = torch.Generator().manual_seed(0)
-    model = Transformer(vocab=VOCAB, p=0.1, **TINY)
-    opt, sched = adam_with_warmup(model, d_model=TINY["d"], warmup=400)
-    kept = {}
-
-    def keep_step_500(m, step):         # called after steps 1, 100, 200, ...: no randomness used
-        if step == 500:
-            kept["step500"] = {k: v.detach().clone() for k, v in m.state_dict().items()}
-        return {}
-
-    history = train(model, opt, sched, smoothed_loss(PAD), steps=1500,
-                    next_batch=lambda: batch(64, gen, one_length=True), evaluate=keep_step_500,
-                    every=100, keep=5, progress=progress)
-    averaged = average_weights(history["checkpoints"])
-    folder = pathlib.Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    torch.save(kept["step500"], folder / PARTLY_TRAINED)
-    torch.save(averaged, folder / TRAINED)
-    return kept["step500"], averaged
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(description="Train notebook 05's tiny reversal model and save "
-                                     "its step-500 and final averaged state dicts.")
-    parser.add_argument("--save", default=str(CHECKPOINTS), metavar="FOLDER",
-                        help="where to write the two .pt files (default: helpers/checkpoints)")
-    args = parser.parse_args(argv)
-    train_reversal_checkpoints(args.save)
-    for name in (PARTLY_TRAINED, TRAINED):
-        path = pathlib.Path(args.save) / name
-        print(f"wrote {path} ({path.stat().st_size:,} bytes)")
-
-
-if __name__ == "__main__":
-    main()

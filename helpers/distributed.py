@@ -1,6 +1,6 @@
 """Notebook 10: one model trained on several workers, as the paper trained on 8 GPUs (§5.1, §5.2).
 
-- ``token_batches(pairs, budget)``: batches filled up to a token budget from length-sorted pairs
+- ``token_batches(pairs, budget, lengths)``: batches filled up to a token budget from length-sorted pairs
   (the paper's "approximately 25000 source tokens and 25000 target tokens"); ``fixed_batches``
   for comparison; ``batch_stats``: padding share, batches, tokens per batch.
 - ``token_loss`` (the mean over target tokens) and ``accumulated_step``: several micro-batches,
@@ -11,16 +11,15 @@
   (``init_method="file://..."``), so two runs never collide on a port. The workers are forked
   where the system can fork (Linux, Colab, Kaggle: a function defined in a notebook works as
   it is), spawned elsewhere; they are always ended, also when one raises or hangs.
-- ``average_gradients``: the all-reduce by hand; ``train_worker``: the same few training steps
-  with the gradients averaged by hand, by ``DistributedDataParallel``, or in one process;
+- ``shard`` and ``average_gradients``: one worker's rows of a batch, and the all-reduce by hand;
   ``allreduce_seconds``: the time of one all-reduce of growing tensors.
 
-Everything a worker runs lives here, in an importable module: a spawned process imports it.
+What a worker runs lives in importable modules (a spawned process imports them): here, and
+notebook 10's training runs in ``helpers.tasks.workers``.
 """
 
 import contextlib
 import datetime
-import functools
 import importlib
 import io
 import marshal
@@ -37,35 +36,28 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch import nn
 
-from helpers.reversal import PAD
-from helpers.translation import load_pairs, make_batch, token_pairs, tokenize, vocabulary
+from helpers.vocabulary import PAD
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MARKER = "course-worker"          # the name a worker process takes (/proc/PID/comm on Linux)
 TIMEOUT = 60.0                    # seconds a launch may take before its workers are ended
 GROUP_TIMEOUT = 30.0              # seconds a collective may wait for the other workers
-TINY = dict(d=64, h=4, d_ff=256, n_layers=2, p=0.0)   # notebook 05's tiny model, without dropout
-LR = 0.5                          # the SGD learning rate of the data-parallel runs
-PER_WORKER = 8                    # pairs per worker per step
-SEED = 0                          # every worker builds its copy of the model from this seed
 
 
 # --- 1. batches by tokens ------------------------------------------------------------------
 
-def lengths(pair):
-    """(source tokens, target tokens + 1) of a Pair: the columns it needs in src and tgt_out."""
-    return len(tokenize(pair.english)), len(tokenize(pair.french)) + 1
-
-
-def token_batches(pairs, budget):
+def token_batches(pairs, budget, lengths):
     """Pairs sorted by length, cut into batches of at most `budget` positions per side.
+
+    lengths(pair) gives (source tokens, target tokens + 1): the columns the pair needs in src
+    and tgt_out. Pairs of equal lengths keep their order (the sort is stable).
 
     A batch of b pairs whose longest source has n_src tokens and longest target n_tgt takes
     b · n_src positions in src and b · n_tgt in tgt_out, padding included; a pair joins the
     current batch while both stay within the budget. Returns lists of pairs, shortest first.
     """
     batches, current, n_src, n_tgt = [], [], 0, 0
-    for pair in sorted(pairs, key=lambda p: (lengths(p), p.number)):
+    for pair in sorted(pairs, key=lengths):
         s, t = lengths(pair)
         if current and (len(current) + 1) * max(n_src, s) > budget or \
                 current and (len(current) + 1) * max(n_tgt, t) > budget:
@@ -86,9 +78,9 @@ def fixed_batches(pairs, size, seed=0):
     return [order[i: i + size] for i in range(0, len(order), size)]
 
 
-def batch_stats(batches):
+def batch_stats(batches, lengths):
     """Batches, pairs per batch, real target tokens per batch (mean, min, max) and the share of
-    padding among all src and tgt_out positions."""
+    padding among all src and tgt_out positions (lengths: as in token_batches)."""
     real = padded = 0
     targets = []
     for batch in batches:
@@ -139,55 +131,12 @@ def one_batch(micro_batches):
             torch.cat([pad(b[2], width_tgt) for b in micro_batches]))
 
 
-@functools.lru_cache(maxsize=1)
-def vocab():
-    """Notebook 09's shared vocabulary (60 tokens), loaded once per process."""
-    return vocabulary()
-
-
-def new_model():
-    """The tiny model for 09's vocabulary, without dropout, its weights drawn from PyTorch's
-    random generator: seed it first (torch.manual_seed) to get the same weights again."""
-    from helpers.model import Transformer
-    return Transformer(vocab=len(vocab()), **TINY)
-
-
-def prepare():
-    """Load the data the workers use once in this process, so that forked workers inherit it."""
-    vocab()
-    _by_target_length()
-
-
 # --- 3. data parallel ----------------------------------------------------------------------
-
-@functools.lru_cache(maxsize=1)
-def _by_target_length():
-    groups = {}
-    for pair in load_pairs("train"):
-        groups.setdefault(lengths(pair)[1], []).append(pair)
-    return {n: g for n, g in sorted(groups.items()) if len(g) >= 64}
-
-
-def step_batch(step, world_size, per_worker=PER_WORKER):
-    """The whole batch of a step: world_size · per_worker pairs whose targets all have the same
-    number of tokens (so every worker's shard has as many target tokens as the others)."""
-    groups = _by_target_length()
-    keys = list(groups)
-    group = groups[keys[(3 * step + 1) % len(keys)]]
-    n = world_size * per_worker
-    start = (step * 97) % (len(group) - n)
-    return make_batch(token_pairs(group[start: start + n]), vocab())
-
 
 def shard(batch, rank, world_size):
     """Worker `rank`'s rows of a batch: the rank-th of world_size equal slices."""
     per = batch[0].shape[0] // world_size
     return tuple(t[rank * per: (rank + 1) * per] for t in batch)
-
-
-def shard_loss(model, step, rank, world_size, per_worker=PER_WORKER):
-    """The loss of worker `rank` at a step: token_loss on its shard of step_batch."""
-    return token_loss(model, *shard(step_batch(step, world_size, per_worker), rank, world_size))
 
 
 def average_gradients(model, world_size):
@@ -196,37 +145,6 @@ def average_gradients(model, world_size):
         if p.grad is not None:
             dist.all_reduce(p.grad)            # the sum over the workers, on every worker
             p.grad /= world_size
-
-
-def train_worker(rank, world_size, steps, how="by hand", seed=SEED, per_worker=PER_WORKER):
-    """`steps` SGD steps of the tiny model on this worker's shard of each step's batch.
-
-    how: "by hand" (average_gradients after backward), "ddp" (DistributedDataParallel does it),
-    or "one process" (world_size 1 on the whole batch: call it with rank 0, world_size 1, and
-    per_worker = the workers' pairs together). seed="rank" seeds each worker with its rank (a
-    mistake). Returns {"initial", "final"} state dicts and the "losses" of this worker.
-    """
-    torch.manual_seed(rank if seed == "rank" else seed)
-    model = new_model()
-    initial = {k: v.clone() for k, v in model.state_dict().items()}
-    net = nn.parallel.DistributedDataParallel(model) if how == "ddp" else model
-    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
-    losses = []
-    for step in range(steps):
-        optimizer.zero_grad()
-        loss = token_loss(net, *shard(step_batch(step, world_size, per_worker), rank, world_size))
-        loss.backward()
-        if how == "by hand":
-            average_gradients(model, world_size)
-        optimizer.step()
-        losses.append(loss.item())
-    return {"initial": initial, "final": model.state_dict(), "losses": losses}
-
-
-def one_process(steps, world_size, per_worker=PER_WORKER, seed=SEED):
-    """The same steps in this process, on the whole batch (world_size · per_worker pairs)."""
-    torch.set_num_threads(1)
-    return train_worker(0, 1, steps, "one process", seed, world_size * per_worker)
 
 
 def largest_difference(a, b):
@@ -256,25 +174,6 @@ def allreduce_seconds(rank, world_size, sizes, repeats=10):
             taken.append(time.perf_counter() - start)
         times.append(min(taken))
     return times
-
-
-def timed_steps(rank, world_size, steps, total_pairs):
-    """Seconds for `steps` training steps (DistributedDataParallel when world_size > 1) on this
-    worker's share of total_pairs pairs a step."""
-    per = total_pairs // world_size
-    torch.manual_seed(SEED)
-    model = new_model()
-    net = nn.parallel.DistributedDataParallel(model) if world_size > 1 else model
-    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
-    batches = [shard(step_batch(s, world_size, per), rank, world_size) for s in range(steps)]
-    if world_size > 1:
-        dist.barrier()
-    start = time.perf_counter()
-    for batch in batches:
-        optimizer.zero_grad()
-        token_loss(net, *batch).backward()
-        optimizer.step()
-    return time.perf_counter() - start
 
 
 # --- starting the workers --------------------------------------------------------------------
@@ -369,7 +268,6 @@ def launch(target, world_size=2, *args, timeout=TIMEOUT, method=None):
     processes are ended in every case (a KeyboardInterrupt too)."""
     method = method or start_method()
     target = _portable(target, method)
-    prepare()
     with tempfile.TemporaryDirectory(prefix="workers-") as folder:
         context = None
         env = os.environ.get("PYTHONPATH")

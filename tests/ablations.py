@@ -1,4 +1,4 @@
-"""The tiny model's Table 3: train every row of helpers.ablation.ROWS once per seed and write
+"""The tiny model's Table 3: train every row of helpers.tasks.ablation.ROWS once per seed and write
 the results file that notebook 05 reads (not a pytest test).
 
     .venv/bin/python tests/ablations.py                          # every row, seeds 0 1 2 3 4
@@ -7,7 +7,7 @@ the results file that notebook 05 reads (not a pytest test).
 
 Each run trains one thread; --jobs (default 2) runs go at a time, in separate processes. A bar
 shows the runs done and a line is printed per finished run. The file (default
-helpers/data/ablations.json) holds the settings, the torch version and, per row and seed, the
+helpers/tasks/data/ablations.json) holds the settings, the torch version and, per row and seed, the
 test exact match, the test perplexity and the seconds the run took, and the wall-clock seconds
 of the commands that made it. Runs already in the file for the same settings and torch version
 are kept unless run again (--fresh starts a new file).
@@ -25,7 +25,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from helpers import ablation  # noqa: E402
+from helpers.tasks import ablation  # noqa: E402
 
 
 def one_run(row, seed):

@@ -2,7 +2,7 @@
 
     python tests/benchmark_decoding.py [--repeats 5] [--threads 1] [--long 128]
 
-Loads the trained checkpoint that notebook 08 decodes (helpers/checkpoints, notebook 05's averaged
+Loads the trained checkpoint that notebook 08 decodes (helpers/tasks/checkpoints, notebook 05's averaged
 model) and measures, in the same run and interleaved (so that all see the same machine load):
 
 1. the 500 test sequences of notebook 05 (3 to 8 letters, answers of 4 to 9 tokens), decoded
@@ -30,19 +30,10 @@ import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from helpers.decoding import (  # noqa: E402
-    CHECKPOINTS,
-    TRAINED,
-    beam_search,
-    beam_search_apart,
-    exact_matches,
-    greedy_decode,
-    load_tiny,
-    sample_decode,
-    time_per_token,
-    up_to_eos,
-)
-from helpers.reversal import batch  # noqa: E402
+from helpers.decoding import (beam_search, beam_search_apart, exact_matches, greedy_decode, sample_decode,
+                              time_per_token, up_to_eos)
+from helpers.tasks.reversal import CHECKPOINTS, TRAINED, load_tiny
+from helpers.tasks.reversal import batch  # noqa: E402
 
 
 def answer_tokens(outputs):

@@ -50,7 +50,7 @@ from helpers.recipe import (  # noqa: E402
     train_step,
 )
 from helpers.decoding import exact_matches, greedy_decode  # noqa: E402
-from helpers.reversal import PAD, VOCAB, batch  # noqa: E402
+from helpers.tasks.reversal import PAD, VOCAB, batch  # noqa: E402
 
 D, H, D_FF, N_LAYERS, P, BATCH, WARMUP = 64, 4, 256, 2, 0.1, 64, 400
 THREADS = 1   # as notebook 05's training cell: robust when the machine is shared

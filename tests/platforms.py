@@ -58,7 +58,7 @@ def sanitizers():
 
 def text_outputs(cell, rules):
     """A code cell's text outputs (streams, text/plain results, errors), sanitized, as one string."""
-    from helpers.notebooks import merged_streams  # as stored: one stream piece, last bar state
+    from helpers.course.notebooks import merged_streams  # as stored: one stream piece, last bar state
 
     parts = []
     for out in merged_streams(cell.get("outputs", [])):

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from helpers.attention import additive_mask, padding_mask
-from helpers.reversal import BOS, EOS, LETTERS, PAD, STOI, VOCAB
+from helpers.tasks.reversal import BOS, EOS, LETTERS, PAD, STOI, VOCAB
 
 MARGIN = 1.0        # the right token's lead over every other logit, in evaluation mode
 TILT = 0.01         # each token's own small offset (no ties: the argmax never rests on tie-breaking)

@@ -32,7 +32,8 @@ import threading
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from helpers import course, site  # noqa: E402
+from helpers import course  # noqa: E402
+from helpers.course import site  # noqa: E402
 from test_site import unique_words  # noqa: E402
 
 SHOTS = ROOT / "_site_screenshots"

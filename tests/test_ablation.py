@@ -1,5 +1,5 @@
 """The model options of the paper's Table 3 (head sizes d_k, d_v; learned positions) and
-helpers.ablation: its rows, its results file and one re-run row."""
+helpers.tasks.ablation: its rows, its results file and one re-run row."""
 
 import math
 
@@ -17,7 +17,7 @@ from test_layers import count, moved
 # --- the defaults are the paper's base model, unchanged ---------------------------------------
 
 def test_default_model_loads_the_shipped_checkpoints_and_has_no_new_key():
-    from helpers.decoding import CHECKPOINTS, PARTLY_TRAINED, TINY, TRAINED
+    from helpers.tasks.reversal import CHECKPOINTS, PARTLY_TRAINED, TINY, TRAINED
     model = Transformer(13, p=0.1, **TINY)
     for name in (PARTLY_TRAINED, TRAINED):
         state = torch.load(CHECKPOINTS / name, weights_only=True)
@@ -152,10 +152,10 @@ def test_unknown_positions_are_refused():
         Transformer(13, 64, 4, 256, 2, positions="rotary")
 
 
-# --- helpers.ablation: the rows, the data, the measures ----------------------------------------
+# --- helpers.tasks.ablation: the rows, the data, the measures ----------------------------------------
 
-from helpers import ablation  # noqa: E402
-from helpers.reversal import PAD  # noqa: E402
+from helpers.tasks import ablation  # noqa: E402
+from helpers.tasks.reversal import PAD  # noqa: E402
 
 
 def test_every_row_changes_one_thing_of_the_base_and_builds():
@@ -251,7 +251,7 @@ def test_perplexity_by_hand():
 
 @pytest.mark.cpu_sensitive
 def test_trained_model_measures_as_notebook_05_prints():
-    from helpers.decoding import CHECKPOINTS, TRAINED, load_tiny
+    from helpers.tasks.reversal import CHECKPOINTS, TRAINED, load_tiny
     from helpers.recipe import cross_entropy
     model = load_tiny(CHECKPOINTS / TRAINED)
     src, tgt_in, tgt_out = ablation.test_set()

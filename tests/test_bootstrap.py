@@ -13,7 +13,7 @@ import nbformat
 import papermill
 import pytest
 
-from helpers import notebooks
+from helpers.course import notebooks
 from platforms import local_course_repo
 
 

@@ -12,7 +12,8 @@ import pytest
 import torch
 from torch import nn
 
-from helpers import decoding, translation
+from helpers import decoding
+from helpers.tasks import numbers
 from helpers.checks import Hint, call
 from helpers.checks.decoding import check_beam_step
 from helpers.checks.encoder import check_ffn, check_pre_norm, check_split_merge
@@ -127,7 +128,7 @@ def test_05_default_argument_capture(capsys):
                   "    return decode(model, src, max_len=src.shape[1] + 50)\n")
     refused(capsys, check_smoothed_loss, ns["my_smoothed_loss"], name="helpers.recipe.smoothed_loss")
     from helpers.model import Transformer
-    from helpers.reversal import VOCAB
+    from helpers.tasks.reversal import VOCAB
     model = Transformer(VOCAB, 16, 2, 32, 1, p=0.0).eval()
     refused(capsys, check_greedy_decode, ns["my_greedy_decode"], model,
             name="helpers.decoding.greedy_decode")
@@ -151,7 +152,7 @@ def test_08_beam_step_borrowed(code, capsys):
 
 
 IMPORT_09 = ("import functools, math, torch\nfrom collections import Counter\n"
-             "from helpers.translation import make_batch\nfrom helpers import bleu\n")
+             "from helpers.tasks.numbers import make_batch\nfrom helpers import bleu\n")
 
 
 @pytest.mark.parametrize("code", [
@@ -161,8 +162,8 @@ IMPORT_09 = ("import functools, math, torch\nfrom collections import Counter\n"
     "def my_make_batch(pairs, vocab, build=make_batch):\n    return build(pairs, vocab)\n",
 ], ids=["assigned", "partial", "partial of a partial", "default"])
 def test_09_make_batch_borrowed(code, capsys):
-    refused(capsys, check_make_batch, notebook(IMPORT_09 + code)["my_make_batch"], translation.vocabulary(),
-            name="helpers.translation.make_batch")
+    refused(capsys, check_make_batch, notebook(IMPORT_09 + code)["my_make_batch"], numbers.vocabulary(),
+            name="helpers.tasks.numbers.make_batch")
 
 
 STATS = ("def counts(hyps, refs):\n"
@@ -221,7 +222,7 @@ def test_09_the_check_modules_own_answers_are_refused(capsys):
                   "    return next(f(pairs, vocab))[1]\n")
     refused(capsys, check_bleu, ns["my_bleu"], name="helpers.checks.translation._bleu_variant")
     refused(capsys, check_bleu, ns["my_bleu_2"], name="helpers.checks.translation._bleu_variant")
-    vocab = translation.vocabulary()
+    vocab = numbers.vocabulary()
     refused(capsys, check_make_batch, ns["my_make_batch"], vocab, name="_batch_mistakes")
     refused(capsys, check_make_batch, ns["my_make_batch_2"], vocab, name="_batch_mistakes")
 

@@ -8,15 +8,16 @@ import random
 import pytest
 import torch
 
-from helpers import bpe, translation
+from helpers import bpe
+from helpers.tasks import numbers
 from helpers.decoding import exact_matches, greedy_decode
 
 subword_nmt = pytest.importorskip("subword_nmt")
 from subword_nmt.apply_bpe import BPE  # noqa: E402
 
 TOY = ["low"] * 5 + ["lower"] * 2 + ["newest"] * 6 + ["widest"] * 3
-TRAIN = translation.load_pairs("train")
-TEST = translation.load_pairs("test")
+TRAIN = numbers.load_pairs("train")
+TEST = numbers.load_pairs("test")
 TEXTS = bpe.texts_of(TRAIN)
 
 
@@ -109,7 +110,7 @@ def test_pieces_join_back_and_cover_the_test_numbers(n_merges):
         assert segmenter.join(segmenter.pieces(text)) == text
     vocab = segmenter.vocabulary(TRAIN)
     assert all(p in vocab.stoi for src, tgt in segmenter.piece_pairs(TEST) for p in (*src, *tgt))
-    assert vocab.itos[:3] == translation.SPECIALS
+    assert vocab.itos[:3] == numbers.SPECIALS
 
 
 def test_zero_merges_are_characters_and_all_merges_are_words():
@@ -128,29 +129,29 @@ def test_subword_nmt_merges_is_none_without_subword_nmt(monkeypatch):
 # --- the shipped model on pieces -------------------------------------------------------------------
 
 def test_the_shipped_model_on_pieces_is_small_loads_and_translates():
-    path = bpe.CHECKPOINTS / bpe.model_name()
+    path = numbers.CHECKPOINTS / numbers.bpe_model_name()
     assert path.stat().st_size < 1_200_000
     segmenter = bpe.Segmenter(bpe.learn_merges(TEXTS, bpe.MERGES))
     vocab = segmenter.vocabulary(TRAIN)
-    model = translation.load_model(path, vocab)
+    model = numbers.load_model(path, vocab)
     assert model.embedding.weight.shape[0] == len(vocab)
-    src, _, tgt_out = translation.make_batch(segmenter.piece_pairs(TEST), vocab)
+    src, _, tgt_out = numbers.make_batch(segmenter.piece_pairs(TEST), vocab)
     right = exact_matches(greedy_decode(model, src, max_len=src.shape[1] + 50), tgt_out)
     assert right.float().mean() >= 0.95
 
 
 def test_the_command_trains_the_notebooks_run_on_pieces(tmp_path, monkeypatch):
-    """--save-model calls translation.train_numbers (the notebook's run) with the pieces."""
+    """--save-bpe-model calls numbers.train_numbers (the notebook's run) with the pieces."""
     seen = {}
 
     def fake_train(pairs, vocab, seed=0, progress=True, tokens=None, **kw):
         seen.update(n_pairs=len(pairs), n_vocab=len(vocab), seed=seed, first=tokens(pairs[:1]))
-        from helpers.decoding import TINY
+        from helpers.tasks.reversal import TINY
         from helpers.model import Transformer
         return Transformer(vocab=len(vocab), p=0.1, **TINY).eval(), {}
 
-    monkeypatch.setattr(translation, "train_numbers", fake_train)
-    bpe.main(["--save-model", str(tmp_path), "--merges", "50", "--seed", "3"])
+    monkeypatch.setattr(numbers, "train_numbers", fake_train)
+    numbers.main(["--save-bpe-model", str(tmp_path), "--merges", "50", "--seed", "3"])
     assert (tmp_path / "numbers_bpe_50.pt").is_file()
     segmenter = bpe.Segmenter(bpe.learn_merges(TEXTS, 50))
     assert seen["n_pairs"] == len(TRAIN) and seen["seed"] == 3

@@ -5,7 +5,8 @@ import re
 import nbformat
 import pytest
 
-from helpers import course, notebooks
+from helpers import course
+from helpers.course import notebooks
 
 SOLUTIONS = sorted(notebooks.SOLUTIONS.glob("*.ipynb"))
 STEMS = [stem for stem, *_ in course.NOTEBOOKS]
@@ -21,7 +22,7 @@ def test_exercise_copy_is_what_the_generator_makes(path):
     solution = nbformat.read(path, as_version=4)
     expected = notebooks.as_text(notebooks.exercise_from_solution(solution, path.stem))
     committed = (notebooks.EXERCISES / path.name).read_text()
-    assert committed == expected, "run: python -m helpers.notebooks"
+    assert committed == expected, "run: python -m helpers.course.notebooks"
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
@@ -61,7 +62,7 @@ def test_solution_notebook_follows_the_conventions(path):
 
 def test_readme_badges_derive_from_the_one_url():
     readme = notebooks.README.read_text()
-    assert notebooks.readme_with_table(readme) == readme, "run: python -m helpers.notebooks"
+    assert notebooks.readme_with_table(readme) == readme, "run: python -m helpers.course.notebooks"
     for stem in STEMS:
         for folder in ("notebooks", "solutions"):
             assert course.colab_url(folder, stem) in readme

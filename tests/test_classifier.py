@@ -5,9 +5,9 @@ import pytest
 import torch
 from torch import nn
 
-from helpers.classifier import (BagOfWords, TicketClassifier, accuracy, batches_of_similar_length,
+from helpers.tasks.classifier import (BagOfWords, TicketClassifier, accuracy, batches_of_similar_length,
                                 mean_of_real_tokens, predict, train, trim)
-from helpers.tickets import PAD
+from helpers.tasks.tickets import PAD
 
 
 def moved(model):

@@ -16,30 +16,12 @@ from helpers.checks.decoding import (
     check_penalised_scores,
     check_temperature_zero,
 )
-from helpers.decoding import (
-    CHECKPOINTS,
-    PARTLY_TRAINED,
-    TRAINED,
-    KVCache,
-    beam_search,
-    beam_search_all,
-    beam_search_apart,
-    beam_step,
-    decode_step,
-    draw,
-    exact_matches,
-    greedy_decode,
-    length_penalty,
-    load_tiny,
-    sample_decode,
-    sampling_probs,
-    search,
-    search_apart,
-    sequence_log_prob,
-    up_to_eos,
-)
+from helpers.decoding import (KVCache, beam_search, beam_search_all, beam_search_apart, beam_step,
+                              decode_step, draw, exact_matches, greedy_decode, length_penalty, sample_decode,
+                              sampling_probs, search, search_apart, sequence_log_prob, up_to_eos)
+from helpers.tasks.reversal import CHECKPOINTS, PARTLY_TRAINED, TRAINED, load_tiny
 from helpers.model import Transformer
-from helpers.reversal import BOS, EOS, ITOS, PAD, STOI, VOCAB, batch, decode_ids
+from helpers.tasks.reversal import BOS, EOS, ITOS, PAD, STOI, VOCAB, batch, decode_ids
 from printed import printed
 
 from tests.fuzz import assert_survives, wrong_functions, wrong_tensors

@@ -14,10 +14,11 @@ import torch
 import torch.distributed as dist
 
 from helpers import distributed
-from helpers.distributed import (WorkerError, accumulated_step, batch_stats, identical, launch,
-                                 largest_difference, lengths, n_tokens, new_model, one_batch, token_batches,
-                                 token_loss, train_worker)
-from helpers.translation import Pair, load_pairs
+from helpers.distributed import (WorkerError, accumulated_step, batch_stats, identical, largest_difference,
+                                 launch, n_tokens, one_batch, token_batches, token_loss)
+from helpers.tasks import workers
+from helpers.tasks.numbers import Pair, load_pairs
+from helpers.tasks.workers import lengths, new_model, train_worker
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -33,7 +34,7 @@ def no_worker_left():
 def test_token_batches_hold_every_pair_once_within_the_budget():
     pairs = load_pairs("train")
     for budget in (300, 1000):
-        batches = token_batches(pairs, budget)
+        batches = token_batches(pairs, budget, lengths)
         assert sorted(p.number for b in batches for p in b) == sorted(p.number for p in pairs)
         for batch in batches:
             ls = [lengths(p) for p in batch]
@@ -45,7 +46,7 @@ def test_padding_share_by_hand():
     # targets of 2, 5 and 9 tokens (French words + </s>), sources of 1 token each
     pairs = [Pair(1, "one", "un"), Pair(2, "two", "a b c d"), Pair(3, "three", "a b c d e f g h")]
     assert [lengths(p)[1] for p in pairs] == [2, 5, 9]
-    stats = batch_stats([pairs])
+    stats = batch_stats([pairs], lengths)
     assert stats["batches"] == 1 and stats["most"] == 16
     assert stats["padding share"] == pytest.approx(1 - (3 + 16) / (3 * 1 + 3 * 9))
 
@@ -131,7 +132,7 @@ def test_start_method_forks_where_it_can():
 def test_by_hand_equals_ddp_exactly_and_one_process_to_rounding():
     by_hand = launch(train_worker, 2, 3, "by hand")
     ddp = launch(train_worker, 2, 3, "ddp")
-    one = distributed.one_process(3, 2)
+    one = workers.one_process(3, 2)
     assert identical(by_hand[0]["final"], by_hand[1]["final"])
     assert identical(by_hand[0]["final"], ddp[0]["final"])
     assert not identical(by_hand[0]["final"], by_hand[0]["initial"])
@@ -151,7 +152,7 @@ def test_seeds_that_differ_stay_apart_by_hand_and_not_with_ddp():
 
 def test_shards_of_a_step_hold_equal_token_counts():
     for step in range(5):
-        batch = distributed.step_batch(step, 2)
+        batch = workers.step_batch(step, 2)
         counts = [n_tokens(distributed.shard(batch, r, 2)[2]) for r in range(2)]
         assert counts[0] == counts[1] > 0
 

@@ -11,7 +11,8 @@ from helpers import distributed
 from helpers.checks import PASSED
 from helpers.checks.distributed import (check_accumulation, check_micro_question, check_ring_question,
                                         check_seeds_question, check_worker)
-from helpers.distributed import LR, SEED, n_tokens, new_model, shard_loss, token_loss
+from helpers.distributed import n_tokens, token_loss
+from helpers.tasks.workers import LR, SEED, new_model, shard_loss
 from printed import printed
 from tests.fuzz import assert_survives, wrong_functions, wrong_tensors
 

@@ -7,7 +7,7 @@ so the exercise notebooks run in parallel with each other and with the solutions
 import nbformat
 import papermill
 
-from helpers import notebooks
+from helpers.course import notebooks
 
 EXERCISES = sorted(notebooks.EXERCISES.glob("*.ipynb"))
 

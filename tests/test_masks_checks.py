@@ -16,8 +16,8 @@ from helpers.attention import additive_mask, causal_mask, padding_mask
 from helpers.checks.masks import (check_alone_vs_padded, check_decoder_mask, check_learned_positions,
                                   check_order_question, check_padding_question, check_router_question,
                                   check_shuffle_test)
-from helpers.classifier import predict
-from helpers.tickets import PAD
+from helpers.tasks.classifier import predict
+from helpers.tasks.tickets import PAD
 from printed import printed
 
 

@@ -1,6 +1,6 @@
-"""helpers.notation: every value the table gives is the one the code uses; every symbol is written
+"""helpers.course.notation: every value the table gives is the one the code uses; every symbol is written
 first in the section that introduces it, and nowhere with another meaning (outside its stated
-reuses). ``python -m helpers.notation`` prints every problem at once."""
+reuses). ``python -m helpers.course.notation`` prints every problem at once."""
 
 import inspect
 import pathlib
@@ -8,10 +8,12 @@ import pathlib
 import pytest
 import torch
 
-from helpers import counting, decoding, notation, recipe, reversal
+from helpers import counting, decoding, recipe
+from helpers.course import notation
+from helpers.tasks import reversal
 from helpers.model import Transformer
 
-ROOT = pathlib.Path(notation.__file__).resolve().parent.parent
+ROOT = pathlib.Path(notation.__file__).resolve().parents[2]
 ROWS = {s.tex: s for s in notation.SYMBOLS}
 TEXT = notation.course_chunks()
 CODE = notation.course_code()
@@ -133,7 +135,8 @@ def test_written_before_its_section_is_caught():
 def test_the_notation_page_states_the_reuses():
     import nbformat
 
-    from helpers import course, site
+    from helpers import course
+    from helpers.course import site
 
     solutions = {stem: nbformat.read(ROOT / "solutions" / f"{stem}.ipynb", as_version=4)
                  for stem, *_ in course.NOTEBOOKS}

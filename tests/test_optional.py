@@ -1,6 +1,6 @@
 """Optional parts of a notebook: marked in one place, timed on their own, needed by nothing after them.
 
-A heading cell whose metadata says ``"optional": true`` starts an optional part (helpers.timing).
+A heading cell whose metadata says ``"optional": true`` starts an optional part (helpers.course.timing).
 A learner may skip it, so no later cell may use a name that only the optional part defines, and
 no exercise or check may sit in it except its own questions.
 """
@@ -11,7 +11,7 @@ import builtins
 import nbformat
 import pytest
 
-from helpers import notebooks, timing
+from helpers.course import notebooks, timing
 
 SOLUTIONS = sorted(notebooks.SOLUTIONS.glob("*.ipynb"))
 WITH_OPTIONAL = [p for p in SOLUTIONS if timing.optional_parts(nbformat.read(p, as_version=4))]
@@ -87,7 +87,7 @@ def test_each_optional_heading_states_its_own_time(path):
     for head, cells in timing.optional_parts(nb):
         low, high = timing.optional_minutes(nb, cells)
         line = notebooks.OPTIONAL_LINE.format(low=low, high=high)
-        assert line in head.source, "run: python -m helpers.notebooks"
+        assert line in head.source, "run: python -m helpers.course.notebooks"
 
 
 def test_optional_parts_end_at_the_next_heading_of_their_level():

@@ -5,7 +5,7 @@ import io
 import nbformat
 
 import platforms
-from helpers import notebooks
+from helpers.course import notebooks
 
 
 def test_one_notebook_alone_reproduces_its_stored_outputs():

@@ -16,7 +16,7 @@ from helpers.recipe import (
     train,
     train_step,
 )
-from helpers.reversal import PAD, VOCAB, batch
+from helpers.tasks.reversal import PAD, VOCAB, batch
 
 
 def test_warmup_schedule_of_the_paper():

@@ -25,7 +25,7 @@ from helpers.checks.recipe import (
 from helpers import decoding, recipe
 from helpers.decoding import greedy_decode
 from helpers.recipe import smoothed_loss
-from helpers.reversal import BOS, EOS, PAD, batch, pad_after_eos
+from helpers.tasks.reversal import BOS, EOS, PAD, batch, pad_after_eos
 from printed import printed
 from scripted import POSITION_TILT, ScriptedReverser
 from tests.fuzz import assert_survives, wrong_functions, wrong_tensors
@@ -575,7 +575,7 @@ def test_greedy_decode_that_calls_the_reference_is_told_so(small_model, capsys):
 
     for fn, label in ((course_decoder, "helpers.decoding.greedy_decode"),
                       (beam_of_one, "helpers.decoding.beam_search"),
-                      (cleaned_up, "helpers.reversal.pad_after_eos")):
+                      (cleaned_up, "helpers.tasks.reversal.pad_after_eos")):
         line = printed(capsys, check_greedy_decode, fn, small_model)
         assert line.startswith(f"my_greedy_decode calls {label}, the very reference"), line
         assert "write the loop yourself" in line

@@ -1,11 +1,11 @@
-"""helpers.reversal: the vocabulary, the batches and the padding after </s>; greedy decoding and exact
+"""helpers.tasks.reversal: the vocabulary, the batches and the padding after </s>; greedy decoding and exact
 match of helpers.decoding on the reversal task."""
 
 import torch
 from torch import nn
 
 from helpers.decoding import exact_matches, greedy_decode
-from helpers.reversal import (
+from helpers.tasks.reversal import (
     BOS,
     EOS,
     ITOS,

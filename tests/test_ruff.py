@@ -1,7 +1,7 @@
 import subprocess
 import sys
 
-from helpers import notebooks
+from helpers.course import notebooks
 
 
 def test_ruff_is_clean():

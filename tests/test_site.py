@@ -1,4 +1,4 @@
-"""The course's website (python -m helpers.site): built once, offline, then checked page by page."""
+"""The course's website (python -m helpers.course.site): built once, offline, then checked page by page."""
 
 import json
 import os
@@ -13,7 +13,8 @@ import nbformat
 import pytest
 from bs4 import BeautifulSoup, NavigableString, Tag
 
-from helpers import course, notation, notebooks
+from helpers import course
+from helpers.course import notation, notebooks
 
 ROOT = notebooks.ROOT
 STEMS = [stem for stem, *_ in course.NOTEBOOKS]
@@ -31,7 +32,7 @@ def site(tmp_path_factory):
     if os.environ.get("COURSE_SITE"):
         return pathlib.Path(os.environ["COURSE_SITE"])
     out = tmp_path_factory.mktemp("site") / "html"
-    command = [sys.executable, "-m", "helpers.site", "--out", str(out)]
+    command = [sys.executable, "-m", "helpers.course.site", "--out", str(out)]
     if network_can_be_cut():
         command = ["unshare", "-n", *command]
     run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
@@ -337,7 +338,7 @@ def test_every_figure_has_the_first_sentence_of_its_description_as_alt_text(page
 
 
 def test_first_sentence_of_a_description():
-    from helpers.site import first_sentence
+    from helpers.course.site import first_sentence
 
     assert first_sentence("**Figure description.** Four $5 \\times 5$ grids, row $q$ is a query. "
                           "The weights range from 0.039 to 0.611.") == "Four 5 × 5 grids, row q is a query."
@@ -351,7 +352,7 @@ def test_first_sentence_of_a_description():
 def test_every_fold_is_one_widget_with_one_label_per_answer(pages, stem):
     """2 and 5. One fold per answer (its code, its check, its explanation), one kind of widget,
     a button whose accessible name is its visible label, which says what the fold holds."""
-    from helpers.site import LABELS
+    from helpers.course.site import LABELS
 
     article = pages[f"{stem}.html"].select_one("article")
     folds = article.find_all("details")
@@ -450,7 +451,7 @@ def test_the_front_page_links_the_paper_says_how_to_run_it_and_where_it_comes_fr
 
 
 def test_the_version_marker_outside_a_git_checkout(tmp_path, monkeypatch):
-    from helpers import site as site_module
+    from helpers.course import site as site_module
 
     monkeypatch.setattr(site_module, "ROOT", tmp_path)
     assert "not from a git checkout" in site_module.version()

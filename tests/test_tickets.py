@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 import torch
 
-from helpers.tickets import (MAX_TOKENS, PAD, STYLES, TEAMS, UNK, Vocab, add_typos, labels,
+from helpers.tasks.tickets import (MAX_TOKENS, PAD, STYLES, TEAMS, UNK, Vocab, add_typos, labels,
                              make_tickets, to_csv, token_ids, tokenize)
 
 

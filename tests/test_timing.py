@@ -1,11 +1,12 @@
-"""helpers.timing: each notebook's time estimate, computed by the stated method."""
+"""helpers.course.timing: each notebook's time estimate, computed by the stated method."""
 
 import re
 
 import nbformat
 import pytest
 
-from helpers import course, notebooks, timing
+from helpers import course
+from helpers.course import notebooks, timing
 
 SOLUTIONS = sorted(notebooks.SOLUTIONS.glob("*.ipynb"))
 
@@ -75,7 +76,7 @@ def test_run_seconds_come_from_nbclients_timestamps():
 def test_each_notebook_states_its_estimate(path):
     solution = nbformat.read(path, as_version=4)
     stated = f"**Time:** about {timing.stated(solution)}"
-    assert stated in solution.cells[0].source, "run: python -m helpers.notebooks"
+    assert stated in solution.cells[0].source, "run: python -m helpers.course.notebooks"
     assert stated in nbformat.read(notebooks.EXERCISES / path.name, as_version=4).cells[0].source
 
 
@@ -92,7 +93,7 @@ def test_every_exercise_and_question_has_its_own_estimate(path):
 def test_the_readme_counts_come_from_the_same_code():
     text = notebooks.README.read_text()
     line = text.split(notebooks.COUNTS_START, 1)[1].split(notebooks.COUNTS_END, 1)[0].strip()
-    assert line == notebooks.readme_counts(), "run: python -m helpers.notebooks"
+    assert line == notebooks.readme_counts(), "run: python -m helpers.course.notebooks"
     numbers = re.search(r"([\d,]+) words of text, (\d+) \"Your turn\" exercises and (\d+) questions", line)
     solutions = [nbformat.read(notebooks.SOLUTIONS / f"{stem}.ipynb", as_version=4)
                  for stem, *_ in course.NOTEBOOKS]

@@ -11,69 +11,70 @@ import sacrebleu
 import torch
 
 from fuzz import assert_survives, wrong_functions
-from helpers import bleu, translation
+from helpers import bleu
+from helpers.tasks import numbers
 from helpers.checks import PASSED
 from helpers.checks.translation import (check_above_question, check_below_inputs, check_bleu,
                                         check_bleu_meaning, check_early_stop_bleu, check_make_batch,
                                         check_short_bleu, check_tokenised_bleu)
-from helpers.reversal import BOS, EOS, PAD
+from helpers.tasks.reversal import BOS, EOS, PAD
 from printed import printed
 
-VOCAB = translation.vocabulary()
+VOCAB = numbers.vocabulary()
 
 
 # --- the data ------------------------------------------------------------------------------------
 
 def test_the_data_file_is_what_the_command_makes(tmp_path):
-    path = translation.write_data(tmp_path / "numbers.tsv")
-    assert path.read_bytes() == translation.DATA.read_bytes(), \
-        "run: python -m helpers.translation --make-data"
+    path = numbers.write_data(tmp_path / "numbers.tsv")
+    assert path.read_bytes() == numbers.DATA.read_bytes(), \
+        "run: python -m helpers.tasks.numbers --make-data"
 
 
 def test_the_data_file_is_small():
-    assert translation.DATA.stat().st_size < 3_000_000
+    assert numbers.DATA.stat().st_size < 3_000_000
 
 
 def test_the_split_is_by_number_and_num2words_writes_every_row():
     from num2words import num2words
-    rows = translation.read_rows()
+    rows = numbers.read_rows()
     train = [p.number for s, p in rows if s == "train"]
     test = [p.number for s, p in rows if s == "test"]
     assert len(set(train)) == len(train) and len(set(test)) == len(test)
     assert not set(train) & set(test)
-    assert set(translation.SHOWN) <= set(test)
+    assert set(numbers.SHOWN) <= set(test)
     assert all(1 <= n <= 999_999 for n in train + test)
     for _, p in random.Random(0).sample(rows, 300):
         assert (p.english, p.french) == (num2words(p.number, lang="en"), num2words(p.number, lang="fr"))
-    below = [n for n in train if n < translation.BELOW]
+    below = [n for n in train if n < numbers.BELOW]
     assert 10_000 < len(below) < len(train)
 
 
 def test_tokens_join_back_to_every_text():
-    for _, p in translation.read_rows():
+    for _, p in numbers.read_rows():
         for text in (p.english, p.french):
-            assert translation.detokenize(translation.tokenize(text)) == text
-    assert translation.tokenize("two hundred thousand, ninety-one") == [
+            assert numbers.detokenize(numbers.tokenize(text)) == text
+    assert numbers.tokenize("two hundred thousand, ninety-one") == [
         "two", "hundred", "thousand", ",", "ninety", "-", "one"]
     tokens = ["quatre", "-", "vingt", "-", "dix", "-", "sept"]
-    assert translation.detokenize(tokens) == "quatre-vingt-dix-sept"
+    assert numbers.detokenize(tokens) == "quatre-vingt-dix-sept"
 
 
 def test_one_vocabulary_with_the_decoders_special_ids():
     assert VOCAB.itos[:3] == ["<pad>", "<s>", "</s>"]
     assert (VOCAB.stoi["<pad>"], VOCAB.stoi["<s>"], VOCAB.stoi["</s>"]) == (PAD, BOS, EOS)
     assert len(VOCAB) == 60
-    tokens = {t for _, p in translation.read_rows() for text in (p.english, p.french)
-              for t in translation.tokenize(text)}
+    tokens = {t for _, p in numbers.read_rows() for text in (p.english, p.french)
+              for t in numbers.tokenize(text)}
     assert tokens == set(VOCAB.itos[3:])
     assert VOCAB.decode([BOS, *VOCAB.encode(["deux", "cents"]), EOS, PAD]) == ["deux", "cents"]
-    below = translation.vocabulary(translation.load_pairs("train", below=translation.BELOW))
+    below = numbers.vocabulary(numbers.load_pairs("train", below=numbers.BELOW))
     assert below.itos == VOCAB.itos        # every token occurs below 100,000
 
 
 def test_make_batch_pads_at_the_end_and_shifts_the_target():
     pairs = [(["seventy", "-", "one"], ["soixante", "et", "onze"]), (["six"], ["six"])]
-    src, tgt_in, tgt_out = translation.make_batch(pairs, VOCAB)
+    src, tgt_in, tgt_out = numbers.make_batch(pairs, VOCAB)
     six = VOCAB.stoi["six"]
     assert src.dtype == torch.long and src.shape == (2, 3) and tgt_in.shape == tgt_out.shape == (2, 4)
     assert src[1].tolist() == [six, PAD, PAD]
@@ -82,25 +83,25 @@ def test_make_batch_pads_at_the_end_and_shifts_the_target():
 
 
 def test_training_batches_hold_one_number_of_digits_and_little_padding():
-    pairs = translation.load_pairs("train")
-    number_of = {tuple(VOCAB.encode(translation.tokenize(p.english))): p.number for p in pairs}
-    next_batch = translation.training_batches(pairs, VOCAB, 64, torch.Generator().manual_seed(0))
+    pairs = numbers.load_pairs("train")
+    number_of = {tuple(VOCAB.encode(numbers.tokenize(p.english))): p.number for p in pairs}
+    next_batch = numbers.training_batches(pairs, VOCAB, 64, torch.Generator().manual_seed(0))
     sizes = Counter()
     for _ in range(60):
         src, tgt_in, tgt_out = next_batch()
         assert src.shape[0] == 64 and tgt_in.shape == tgt_out.shape
         assert (src != PAD).sum(1).max() == src.shape[1] and (tgt_out != PAD).sum(1).max() == tgt_out.shape[1]
-        numbers = [number_of[tuple(row[row != PAD].tolist())] for row in src]
-        assert len({translation.digits(n) for n in numbers}) == 1
-        sizes[translation.digits(numbers[0])] += 1
+        values = [number_of[tuple(row[row != PAD].tolist())] for row in src]
+        assert len({numbers.digits(n) for n in values}) == 1
+        sizes[numbers.digits(values[0])] += 1
     assert set(sizes) == set(range(1, 7)) and sizes[6] > sizes[1]
 
 
 def test_rule_of_mistake_names_what_each_typical_mistake_gets_wrong():
-    t = translation.tokenize
-    rule = translation.rule_of_mistake
-    s_rule, et, base_20, loop, word, group = translation.RULES
-    assert translation.IRREGULAR == [s_rule, et, base_20]
+    t = numbers.tokenize
+    rule = numbers.rule_of_mistake
+    s_rule, et, base_20, loop, word, group = numbers.RULES
+    assert numbers.IRREGULAR == [s_rule, et, base_20]
     cases = [
         (200, "deux cents", "deux cent deux", s_rule),
         (80_001, "quatre-vingt mille un", "quatre-vingts mille un", s_rule),
@@ -131,9 +132,9 @@ def test_rule_of_mistake_names_what_each_typical_mistake_gets_wrong():
 
 
 def test_no_french_number_repeats_a_word_and_hits_limit_finds_rows_without_eos():
-    assert not any(translation.repeats(translation.tokenize(p.french)) for _, p in translation.read_rows())
+    assert not any(numbers.repeats(numbers.tokenize(p.french)) for _, p in numbers.read_rows())
     outputs = torch.tensor([[BOS, 5, EOS, PAD], [BOS, 5, 5, 5], [BOS, EOS, 7, 7]])
-    assert translation.hits_limit(outputs).tolist() == [False, True, False]
+    assert numbers.hits_limit(outputs).tolist() == [False, True, False]
 
 
 def test_attention_maps_and_mean_weight():
@@ -141,8 +142,8 @@ def test_attention_maps_and_mean_weight():
     from helpers.model import Transformer
     model = Transformer(vocab=len(VOCAB), d=16, h=2, d_ff=32, n_layers=2, p=0.0).eval()
     pairs = [(["two", "hundred", "thousand"], ["deux", "cent", "mille"]), (["six"], ["six"])]
-    src, tgt_in, _ = translation.make_batch(pairs, VOCAB)
-    maps = translation.attention_maps(model, src, tgt_in)
+    src, tgt_in, _ = numbers.make_batch(pairs, VOCAB)
+    maps = numbers.attention_maps(model, src, tgt_in)
     assert [tuple(w.shape) for w in maps["encoder"]] == [(2, 2, 3, 3)] * 2
     assert [tuple(w.shape) for w in maps["decoder"]] == [(2, 2, 4, 4)] * 2
     assert [tuple(w.shape) for w in maps["cross"]] == [(2, 2, 4, 3)] * 2
@@ -151,10 +152,10 @@ def test_attention_maps_and_mean_weight():
     assert torch.allclose(maps["encoder"][0][1, :, 0, 1:], torch.zeros(2))        # padding is not read
     weights = torch.rand(2, 3, 4, 4)
     tokens = [["a", "b", "c", "d"], ["b", "a"]]
-    got = translation.mean_weight(weights, tokens, lambda t, i: t[i] == "b", lambda t, i: [0, len(t) - 1])
+    got = numbers.mean_weight(weights, tokens, lambda t, i: t[i] == "b", lambda t, i: [0, len(t) - 1])
     by_hand = (weights[0, :, 1, 0] + weights[0, :, 1, 3] + weights[1, :, 0, 0] + weights[1, :, 0, 1]) / 2
     assert torch.allclose(got, by_hand)
-    assert translation.mean_weight(weights, tokens, lambda t, i: False, lambda t, i: [0]).isnan().all()
+    assert numbers.mean_weight(weights, tokens, lambda t, i: False, lambda t, i: [0]).isnan().all()
 
 
 # --- BLEU ----------------------------------------------------------------------------------------
@@ -197,7 +198,7 @@ def test_bleu_equals_sacrebleu_on_random_corpora():
 
 
 def test_bleu_by_hand_and_edge_cases():
-    t = translation.tokenize
+    t = numbers.tokenize
     parts = bleu.bleu_parts([t("deux cent mille deux cent deux"), t("quatre-vingt-dix mille")],
                             [t("deux cent mille deux cents"), t("quatre-vingt-dix-sept mille")])
     assert parts["matches"] == [10, 7, 5, 3] and parts["totals"] == [12, 10, 8, 6]
@@ -282,7 +283,7 @@ def test_make_batch_check_names_each_mistake(wrong, words, capsys):
 
 def test_make_batch_check_names_the_reference_dtype_and_an_unknown_mistake(capsys):
     def calls_reference(pairs, vocab):
-        return translation.make_batch(pairs, vocab)
+        return numbers.make_batch(pairs, vocab)
     assert "the very reference" in printed(capsys, check_make_batch, calls_reference, VOCAB)
 
     def floats(pairs, vocab):
@@ -524,12 +525,12 @@ def test_the_below_inputs_key_is_what_the_data_says():
     from helpers.checks.translation import BELOW_INPUTS
     words = {num2words(n, lang="en"): n for n in (81_000, 100_001, 90_909, 300_003)}
     assert set(words) == set(BELOW_INPUTS)
-    train = {p.number for p in translation.load_pairs("train")}
+    train = {p.number for p in numbers.load_pairs("train")}
     for text, n in words.items():
         assert n not in train
-        tokens = translation.tokenize(text)
+        tokens = numbers.tokenize(text)
         hundred_first = "hundred" in tokens[: tokens.index("thousand")]
-        assert hundred_first == (n >= translation.BELOW)
+        assert hundred_first == (n >= numbers.BELOW)
 
 
 # --- the shipped second model ----------------------------------------------------------------------
@@ -537,10 +538,10 @@ def test_the_below_inputs_key_is_what_the_data_says():
 @pytest.mark.cpu_sensitive
 def test_the_shipped_model_loads_and_keeps_its_claims():
     from helpers.decoding import exact_matches, greedy_decode
-    model = translation.load_model(translation.CHECKPOINTS / translation.BELOW_MODEL, VOCAB)
-    test = translation.load_pairs("test")
-    src, _, tgt_out = translation.make_batch(translation.token_pairs(test), VOCAB)
+    model = numbers.load_model(numbers.CHECKPOINTS / numbers.BELOW_MODEL, VOCAB)
+    test = numbers.load_pairs("test")
+    src, _, tgt_out = numbers.make_batch(numbers.token_pairs(test), VOCAB)
     right = exact_matches(greedy_decode(model, src, max_len=src.shape[1] + 50), tgt_out)
-    numbers = torch.tensor([p.number for p in test])
-    assert right[numbers < translation.BELOW].float().mean() >= 0.99
-    assert right[numbers >= translation.BELOW].float().mean() <= 0.01
+    values = torch.tensor([p.number for p in test])
+    assert right[values < numbers.BELOW].float().mean() >= 0.99
+    assert right[values >= numbers.BELOW].float().mean() <= 0.01

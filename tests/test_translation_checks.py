@@ -7,9 +7,9 @@ from collections import Counter
 import pytest
 import torch
 
-from helpers import translation
+from helpers.tasks import numbers
 from helpers.checks.translation import check_bleu, check_make_batch
-from helpers.reversal import BOS, EOS, PAD
+from helpers.tasks.reversal import BOS, EOS, PAD
 from printed import printed
 
 
@@ -72,29 +72,29 @@ def make_batch_sliced(pairs, vocab):
 
 
 def test_issue_29_the_sliced_convention_is_accepted_and_trains_the_same(capsys):
-    vocab = translation.vocabulary()
+    vocab = numbers.vocabulary()
     line = printed(capsys, check_make_batch, make_batch_sliced, vocab)
     assert line.startswith("Check passed.") and "sliced" in line, line
     # what the note says: the model's loss is the same on both batches
     from helpers.model import Transformer
     from helpers.recipe import smoothed_loss
-    pairs = [(translation.tokenize(en), translation.tokenize(fr)) for en, fr in
+    pairs = [(numbers.tokenize(en), numbers.tokenize(fr)) for en, fr in
              [("seventy-one", "soixante et onze"), ("six", "six"), ("two hundred", "deux cents")]]
     torch.manual_seed(0)
     model = Transformer(len(vocab), 16, 2, 32, 1, p=0.0).eval()
     loss = smoothed_loss(PAD)
     losses = []
-    for src, tgt_in, tgt_out in (translation.make_batch(pairs, vocab), make_batch_sliced(pairs, vocab)):
+    for src, tgt_in, tgt_out in (numbers.make_batch(pairs, vocab), make_batch_sliced(pairs, vocab)):
         with torch.no_grad():
             logits = model(src, tgt_in)
         losses.append(loss(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1)).item())
-    assert not torch.equal(make_batch_sliced(pairs, vocab)[1], translation.make_batch(pairs, vocab)[1])
+    assert not torch.equal(make_batch_sliced(pairs, vocab)[1], numbers.make_batch(pairs, vocab)[1])
     assert abs(losses[0] - losses[1]) < 1e-6, losses
 
 
 @pytest.mark.parametrize("dtype", [torch.int32, torch.uint8])
 def test_issue_29_ids_must_be_long(dtype, capsys):
-    vocab = translation.vocabulary()
+    vocab = numbers.vocabulary()
 
     def own(pairs, v):
         src, tgt_in, tgt_out = make_batch_sliced(pairs, v)

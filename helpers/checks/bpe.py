@@ -10,7 +10,8 @@ typical mistake returns (``learn_variant``), then against a tie at the first mer
 import functools
 from collections import Counter
 
-from helpers import bpe, translation
+from helpers import bpe
+from helpers.tasks import numbers
 from helpers.checks import Hint, Passed, call, checker
 
 NAME = "my_learn_merges(texts, n_merges)"
@@ -235,7 +236,7 @@ def _hint(got, right, texts, n_merges, what, against, small=True):
 
 def training_texts():
     """Notebook 09's training texts, English and French together, as the merges learn them."""
-    return bpe.texts_of(translation.load_pairs("train"))
+    return bpe.texts_of(numbers.load_pairs("train"))
 
 
 @checker

@@ -9,6 +9,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 from helpers import distributed
 from helpers.checks import Hint, Passed, call, checker, choice, close, not_answered, number
 from helpers.distributed import n_tokens, one_batch, token_loss
+from helpers.tasks import workers
 
 # --- Your turn 1: gradient accumulation ------------------------------------------------------
 
@@ -22,11 +23,11 @@ _CACHE = {}
 def _micro_batches():
     """The three micro-batches of the check, of very different sizes: the first 6 training numbers
     (one digit), the 2 with the longest French, and the first 4 four-digit ones."""
-    from helpers.translation import load_pairs, make_batch, token_pairs
+    from helpers.tasks.numbers import load_pairs, make_batch, token_pairs
     pairs = load_pairs("train")
-    longest = sorted(pairs, key=lambda p: (-distributed.lengths(p)[1], p.number))
+    longest = sorted(pairs, key=lambda p: (-workers.lengths(p)[1], p.number))
     chosen = (pairs[:6], longest[:2], [p for p in pairs if 1000 <= p.number < 10_000][:4])
-    return [make_batch(token_pairs(group), distributed.vocab()) for group in chosen]
+    return [make_batch(token_pairs(group), workers.vocab()) for group in chosen]
 
 
 def micro_batches():
@@ -46,7 +47,7 @@ def _setup(seed=1):
     """A model (seed 1), its SGD optimizer, and gradients left over from another batch in .grad
     (as a training loop leaves them after its previous step)."""
     torch.manual_seed(seed)
-    model = distributed.new_model()
+    model = workers.new_model()
     optimizer = torch.optim.SGD(model.parameters(), lr=LR_CHECK)
     leftover = micro_batches()[1]
     token_loss(model, *leftover).backward()
@@ -168,7 +169,7 @@ def _checked_worker(rank, world_size, fn, steps):
     """Run the learner's worker function with its all-reduces, backward passes and optimizer steps
     recorded; then DistributedDataParallel's run of the same steps, for comparison."""
     events, first_grads, models = [], [], []
-    real_all_reduce, real_new_model = dist.all_reduce, distributed.new_model
+    real_all_reduce, real_new_model = dist.all_reduce, workers.new_model
     namespace = getattr(fn, "__globals__", {})
 
     def recording_new_model():
@@ -228,7 +229,7 @@ def _checked_worker(rank, world_size, fn, steps):
     ddp = None
     if error is None:
         dist.barrier()
-        ddp = distributed.train_worker(rank, world_size, steps, "ddp")["final"]
+        ddp = workers.train_worker(rank, world_size, steps, "ddp")["final"]
     model = returned if isinstance(returned, torch.nn.Module) else (models[-1][0] if models else None)
     return {"error": error, "events": events, "returned": type(returned).__name__,
             "models": len(models), "initial": models[0][1] if models else None,
@@ -241,14 +242,14 @@ def _checked_worker(rank, world_size, fn, steps):
 def _reference_grads():
     """The gradient of step 0 in one process on the whole batch (both shards), at the seeded start."""
     torch.set_num_threads(1)
-    torch.manual_seed(distributed.SEED)
-    model = distributed.new_model()
-    token_loss(model, *distributed.step_batch(0, WORLD)).backward()
+    torch.manual_seed(workers.SEED)
+    model = workers.new_model()
+    token_loss(model, *workers.step_batch(0, WORLD)).backward()
     local = []
     for rank in range(WORLD):
-        torch.manual_seed(distributed.SEED)
-        m = distributed.new_model()
-        token_loss(m, *distributed.shard(distributed.step_batch(0, WORLD), rank, WORLD)).backward()
+        torch.manual_seed(workers.SEED)
+        m = workers.new_model()
+        token_loss(m, *distributed.shard(workers.step_batch(0, WORLD), rank, WORLD)).backward()
         local.append({n: p.grad.clone() for n, p in m.named_parameters()})
     return {n: p.grad.clone() for n, p in model.named_parameters()}, local
 
@@ -294,7 +295,7 @@ def check_worker(fn):
         return _error_hint(first[0])
     r0, r1 = results
     if r0["models"] == 0:
-        return ("my_worker built no model with distributed.new_model(): build the model there (after "
+        return ("my_worker built no model with new_model(): build the model there (after "
                 "torch.manual_seed(SEED)), so that every worker has its own copy.")
     if r0["returned"] not in ("Transformer", "DistributedDataParallel"):
         return f"my_worker returned {r0['returned']}: end it with `return model`."
@@ -302,10 +303,10 @@ def check_worker(fn):
         return ("The two workers started from different weights: each seeded its generator differently "
                 "(with its rank?). Every worker must call torch.manual_seed(SEED), the same seed, before "
                 "new_model(), or the averaged gradients are applied to different models.")
-    torch.manual_seed(distributed.SEED)
-    if not distributed.identical(r0["initial"], distributed.new_model().state_dict()):
+    torch.manual_seed(workers.SEED)
+    if not distributed.identical(r0["initial"], workers.new_model().state_dict()):
         return ("The workers agree with each other but did not start from the weights of seed SEED: call "
-                "torch.manual_seed(SEED) just before distributed.new_model().")
+                "torch.manual_seed(SEED) just before new_model().")
     events = r0["events"]
     if "reduce weight" in events:
         return ("You all-reduced the weights (p or p.data), not the gradients: after backward() the "
@@ -344,7 +345,7 @@ def check_worker(fn):
     if not distributed.identical(r0["final"], r1["final"]):
         return ("The first step's gradients are right, but the two workers end with different weights: "
                 "average the gradients at every step, and step both copies the same way.")
-    one = distributed.one_process(STEPS, WORLD)["final"]
+    one = workers.one_process(STEPS, WORLD)["final"]
     gap = distributed.largest_difference(r0["final"], one)
     if gap > FINAL_TOLERANCE:
         return (f"After {STEPS} steps the workers' weights differ from one process on the whole batch by "

@@ -13,7 +13,7 @@ from torch import nn
 import helpers.attention
 from helpers.attention import causal_mask, padding_mask
 from helpers.checks import Hint, Passed, call, checker, choice, not_answered, shape
-from helpers.tickets import PAD
+from helpers.tasks.tickets import PAD
 
 # A finite score at or below this hides a key as well as -inf does: e^(-1e4) is 0 in float32.
 LARGE_NEGATIVE = -1e4
@@ -301,7 +301,7 @@ class _Net(nn.Module):
 
     def __init__(self, kind):
         super().__init__()
-        from helpers.classifier import TicketClassifier   # here: helpers.classifier imports tqdm
+        from helpers.tasks.classifier import TicketClassifier   # here: helpers.tasks.classifier imports tqdm
         with torch.random.fork_rng():
             torch.manual_seed(11)
             self.net = TicketClassifier(20, d_model=16, h=2, d_ff=32, n_layers=1, max_len=16)
@@ -374,7 +374,7 @@ def _scores(net, ids, width, front=False, value=PAD, train=False):
 
 
 def _trimmed(net, ids, width):
-    from helpers.classifier import predict
+    from helpers.tasks.classifier import predict
     return torch.allclose(predict(net, ids), predict(net, _padded(ids, width)), atol=1e-5)
 
 

@@ -9,12 +9,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from helpers import decoding, recipe, reversal
+from helpers import decoding, recipe
+from helpers.tasks import reversal
 from helpers.checks import Hint, Passed, call, checker, choice, number, tensor
 from helpers.decoding import greedy_decode
 from helpers.model import Transformer
 from helpers.recipe import lrate
-from helpers.reversal import BOS, EOS, PAD, VOCAB, batch, pad_after_eos
+from helpers.tasks.reversal import BOS, EOS, PAD, VOCAB, batch, pad_after_eos
 
 HALF = (torch.float16, torch.bfloat16)
 
@@ -428,7 +429,7 @@ DECODE_REFERENCE = [
     (decoding, "greedy_decode", "helpers.decoding.greedy_decode"),
     (decoding, "beam_search", "helpers.decoding.beam_search"),
     (decoding, "beam_search_all", "helpers.decoding.beam_search_all"),
-    (reversal, "pad_after_eos", "helpers.reversal.pad_after_eos"),
+    (reversal, "pad_after_eos", "helpers.tasks.reversal.pad_after_eos"),
 ]
 DECODE_INSTEAD = ("write the loop yourself: encode once, start every row from <s>, append the argmax "
                   "of the last position's logits, <pad> after a row's </s>.")

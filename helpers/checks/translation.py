@@ -7,9 +7,9 @@ from collections import Counter
 import torch
 
 from helpers import bleu as course_bleu
-from helpers import translation
+from helpers.tasks import numbers
 from helpers.checks import Hint, Passed, call, checker, choice, choices, number
-from helpers.reversal import BOS, EOS, PAD
+from helpers.tasks.reversal import BOS, EOS, PAD
 
 # --- Your turn 1: pairs -> src, tgt_in, tgt_out -----------------------------------------------
 
@@ -26,7 +26,7 @@ CHECK_PAIRS = [
 
 
 def _pairs(texts):
-    return [(translation.tokenize(en), translation.tokenize(fr)) for en, fr in texts]
+    return [(numbers.tokenize(en), numbers.tokenize(fr)) for en, fr in texts]
 
 
 def _batch_mistakes(pairs, vocab):
@@ -76,7 +76,7 @@ def _sliced(pairs, vocab):
     Its tgt_in holds </s> where make_batch's holds <pad> (in rows shorter than the longest), at a
     position whose tgt_out is <pad>: the loss skips it and the causal mask hides it from every real
     position, so the model trains exactly as on make_batch's tensors."""
-    src, _, _ = translation.make_batch(pairs, vocab)
+    src, _, _ = numbers.make_batch(pairs, vocab)
     rows = [[BOS, *vocab.encode(t), EOS] for _, t in pairs]
     n = max(len(r) for r in rows)
     full = torch.tensor([r + [PAD] * (n - len(r)) for r in rows], dtype=torch.long)
@@ -120,16 +120,16 @@ def _show(vocab, row):
 
 @checker
 def check_make_batch(my_make_batch, vocab):
-    """my_make_batch(pairs, vocab) -> src, tgt_in, tgt_out, against helpers.translation.make_batch."""
+    """my_make_batch(pairs, vocab) -> src, tgt_in, tgt_out, against helpers.tasks.numbers.make_batch."""
     names = ("src", "tgt_in", "tgt_out")
     sliced = False
     for texts in CHECK_PAIRS:
         pairs = _pairs(texts)
         out = call(my_make_batch, BATCH, pairs, vocab,
-                   reference=[(translation, "make_batch", "helpers.translation.make_batch")],
+                   reference=[(numbers, "make_batch", "helpers.tasks.numbers.make_batch")],
                    instead="build the three tensors from the pairs with vocab.encode (or vocab.stoi).")
         got = _as_three(out)
-        right = translation.make_batch(pairs, vocab)
+        right = numbers.make_batch(pairs, vocab)
         if all(_same(g, r) for g, r in zip(got, right, strict=True)):
             continue
         if all(_same(g, r) for g, r in zip(got, _sliced(pairs, vocab), strict=True)):
@@ -155,10 +155,10 @@ def check_make_batch(my_make_batch, vocab):
                                 f"[{_show(vocab, g[i]) if g.shape[0] > i else '?'}], shape {tuple(g.shape)}.")
     if sliced:
         return Passed("You built <s> target </s>, padded, and sliced it: your tgt_in holds </s> where "
-                      "helpers.translation.make_batch has <pad>, in the rows shorter than the longest, "
+                      "helpers.tasks.numbers.make_batch has <pad>, in the rows shorter than the longest, "
                       "at positions whose tgt_out is <pad>. The loss skips those positions and the "
                       "causal mask hides them from every real one, so the model trains the same.")
-    return Passed("Your three tensors equal helpers.translation.make_batch on two batches of mixed "
+    return Passed("Your three tensors equal helpers.tasks.numbers.make_batch on two batches of mixed "
                   "lengths, one-word numbers and the longest one included.")
 
 
@@ -286,7 +286,7 @@ def bleu_corpora():
     """The check's corpora: (what it is, hypotheses, references). The first has every precision
     above 0 and hypotheses shorter than their references; then a zero 4-gram precision, short
     hypotheses (no 4-gram at all), an empty hypothesis, and longer hypotheses (no penalty)."""
-    t = translation.tokenize
+    t = numbers.tokenize
     return [
         ("a corpus of four sentences",
          [t("quatre-vingt mille deux cent un"), t("cent vingt-trois"), t("soixante et onze mille"),
@@ -451,7 +451,7 @@ EARLY_STOP = [("vingt et un mille", "vingt et un mille un"),
 
 def _early_stop_values():
     """The right BLEU of EARLY_STOP and what each typical mistake gives, computed from the corpus."""
-    t = translation.tokenize
+    t = numbers.tokenize
     hyps, refs = [t(h) for h, _ in EARLY_STOP], [t(r) for _, r in EARLY_STOP]
     right = course_bleu.corpus_bleu(hyps, refs)
     l_hyp, l_ref = sum(map(len, hyps)), sum(map(len, refs))

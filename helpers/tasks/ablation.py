@@ -21,11 +21,11 @@ import time
 import torch
 
 from helpers import seed_all
-from helpers.decoding import TINY, exact_matches, greedy_decode
+from helpers.decoding import exact_matches, greedy_decode
 from helpers.model import Transformer
 from helpers.positions import sinusoidal_positions
 from helpers.recipe import adam_with_warmup, average_weights, cross_entropy, smoothed_loss, train
-from helpers.reversal import PAD, VOCAB, batch
+from helpers.tasks.reversal import PAD, TINY, VOCAB, batch
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "data" / "ablations.json"
 

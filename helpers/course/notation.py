@@ -246,7 +246,7 @@ def chunks(nb, stem):
 
 def solution_notebooks(root=None):
     """(stem, notebook) of every solution notebook that exists, in the course's order."""
-    root = pathlib.Path(root or pathlib.Path(__file__).resolve().parent.parent)
+    root = pathlib.Path(root or pathlib.Path(__file__).resolve().parents[2])
     for stem, *_ in course.NOTEBOOKS:
         path = root / "solutions" / f"{stem}.ipynb"
         if path.exists():

@@ -7,7 +7,7 @@ copy shows (cells left out of it, the worked answers, are not counted):
 - reading: the words of the text cells at WORDS_PER_MINUTE (technical text with formulas),
   and the lines of the code cells (the setup cell aside) at LINES_PER_MINUTE;
 - running: MINUTES_PER_CELL per code cell (run it, read its output), plus the cell's own run
-  time where it was measured: ``python -m helpers.notebooks --execute NN`` records, in each
+  time where it was measured: ``python -m helpers.course.notebooks --execute NN`` records, in each
   code cell that ran for RECORDED_FROM seconds or more, ``metadata.run_seconds`` (on the
   course's 2-core CPU). A training cell (its stored output is a progress bar) with no record
   counts RUN_MINUTES;
@@ -28,7 +28,7 @@ The result is a range, for a faster and a slower reader of the stated audience: 
 reads READING_SPEEDS[0] times as fast as the rates above (25 % faster), the high end
 READING_SPEEDS[1] times (25 % slower); running, figures, exercises and questions count the same
 for both (each exercise's own estimate is already one for the stated audience). The low end is
-rounded down, the high end up, to 5 minutes. ``python -m helpers.timing`` prints the
+rounded down, the high end up, to 5 minutes. ``python -m helpers.course.timing`` prints the
 breakdown of every notebook. The generator writes the range into each notebook's first cell
 ("**Time:** about 140–170 min"), the README's table and the README's counts line.
 """
@@ -211,7 +211,7 @@ def counts_line(notebooks):
 
 
 def main():
-    root = pathlib.Path(__file__).resolve().parent.parent
+    root = pathlib.Path(__file__).resolve().parents[2]
     ranges, notebooks = [], []
     print("| # | training cells | words | code lines | code cells | figures | exercises | questions | "
           "prose | code | running | figures | exercises | questions | at the rates | range |")

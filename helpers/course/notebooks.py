@@ -3,24 +3,24 @@
 The solution notebook in ``solutions/`` is the one source. In it:
 
 - the first code cell carries the tag ``bootstrap``; its text is generated here
-  from ``helpers/course.py`` (never edit it by hand);
+  from ``helpers/course/__init__.py`` (never edit it by hand);
 - a code cell tagged ``solution`` holds the answer; its ``metadata["exercise"]``
   holds the text the exercise copy shows instead (a placeholder such as ``x = None``);
 - a cell tagged ``solution-only`` is left out of the exercise copy;
-- the first cell's "**Time:** about N–M min" is the estimate of ``helpers.timing``,
+- the first cell's "**Time:** about N–M min" is the estimate of ``helpers.course.timing``,
   written here (as are each notebook's time in the README table and the README's counts
   line, between ``<!-- counts:start -->`` and ``<!-- counts:end -->``); a heading cell whose
   metadata says ``"optional": true`` starts an optional part, and gets the line
   "*Optional, about N–M min: ...*" under its heading;
-- ``--execute`` records in each code cell that ran for ``helpers.timing.RECORDED_FROM``
+- ``--execute`` records in each code cell that ran for ``helpers.course.timing.RECORDED_FROM``
   seconds or more its run time, ``metadata.run_seconds``, which the estimate uses.
 
 Exercise copies keep no outputs. Each records a fingerprint of what was generated,
 so that a copy a learner edited (or ran and saved) is never overwritten silently.
 
-    python -m helpers.notebooks                # regenerate exercises and README table
-    python -m helpers.notebooks --execute 02   # run solutions/02_*.ipynb in place first
-    python -m helpers.notebooks --force        # overwrite edited exercise copies too
+    python -m helpers.course.notebooks                # regenerate exercises and README table
+    python -m helpers.course.notebooks --execute 02   # run solutions/02_*.ipynb in place first
+    python -m helpers.course.notebooks --force        # overwrite edited exercise copies too
 """
 
 import argparse
@@ -33,9 +33,10 @@ import sys
 
 import nbformat
 
-from helpers import course, timing
+from helpers import course
+from helpers.course import timing
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
 EXERCISES = ROOT / "notebooks"
 README = ROOT / "README.md"
@@ -103,7 +104,7 @@ def with_optional_lines(nb):
 
 def with_bootstrap(nb):
     """A copy of nb whose bootstrap cell holds the current bootstrap text, and whose first
-    cell states the time estimate of helpers.timing ("**Time:** about N–M min")."""
+    cell states the time estimate of helpers.course.timing ("**Time:** about N–M min")."""
     nb = with_optional_lines(copy.deepcopy(nb))
     if not TIME.search(nb.cells[0].source):
         raise ValueError("the first cell needs a time estimate written '**Time:** about N–M min'")
@@ -163,7 +164,7 @@ def learner_edited(path):
 
 
 def readme_table():
-    """The README's table of notebooks, with badges derived from helpers/course.py."""
+    """The README's table of notebooks, with badges derived from helpers/course/__init__.py."""
     colab = "https://colab.research.google.com/assets/colab-badge.svg"
     kaggle = "https://kaggle.com/static/images/open-in-kaggle.svg"
     rows = ["| # | Notebook | What you do | Time | Exercise | Solution |",
@@ -192,7 +193,7 @@ COUNTS_START, COUNTS_END = "<!-- counts:start -->", "<!-- counts:end -->"
 
 
 def readme_counts():
-    """The README's sentence of words, exercises, questions and hours (helpers.timing)."""
+    """The README's sentence of words, exercises, questions and hours (helpers.course.timing)."""
     return timing.counts_line([nbformat.read(SOLUTIONS / f"{stem}.ipynb", as_version=4)
                                for stem, *_ in course.NOTEBOOKS])
 

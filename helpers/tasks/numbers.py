@@ -1,20 +1,20 @@
-"""The task of notebook 09: English number words -> French number words, for 1-999,999.
+"""The task of notebooks 09 and 10: English number words -> French number words, for 1-999,999.
 
 "seventy-one" -> "soixante et onze", "two hundred" -> "deux cents", "ninety-seven" ->
 "quatre-vingt-dix-sept", as the ``num2words`` library writes them. The pairs are shipped in
-``helpers/data/numbers_en_fr.tsv`` (so the notebook needs neither num2words nor a download),
+``helpers/tasks/data/numbers_en_fr.tsv`` (so the notebook needs neither num2words nor a download),
 made by
 
-    python -m helpers.translation --make-data
+    python -m helpers.tasks.numbers --make-data
 
 with one row per number: its split, the number, the English and the French. The split is by
 number: no test number is ever in the training rows.
 
 - ``tokenize(text)`` / ``detokenize(tokens)``: words, with hyphens and commas as tokens of their
   own, and back to the same text.
-- ``Vocabulary``: one vocabulary for both languages (the paper shares one between source and
-  target, §3.4): ``<pad>`` 0, ``<s>`` 1, ``</s>`` 2 (the ids of ``helpers.reversal``, which
-  ``helpers.decoding`` uses), then every word of the data, sorted.
+- ``vocabulary(pairs)``: one ``helpers.vocabulary.Vocabulary`` for both languages (the paper
+  shares one between source and target, §3.4): ``<pad>`` 0, ``<s>`` 1, ``</s>`` 2, then every
+  word of the data, sorted.
 - ``load_pairs(split)``: the shipped rows of one split as ``Pair(number, english, french)``.
 - ``make_batch(pairs, vocab)``: pairs of token lists -> padded ``src``, ``tgt_in`` (``<s>`` +
   target) and ``tgt_out`` (target + ``</s>``); ``training_batches``: batches of one number of digits.
@@ -23,20 +23,26 @@ number: no test number is ever in the training rows.
 - ``attention_maps``: every attention's weights, head by head; ``mean_weight``: how much a kind
   of token reads another, head by head.
 - ``train_numbers``: the notebook's training run; the second model of the notebook, trained on the
-  numbers below 100,000 only, is shipped in ``helpers/checkpoints/numbers_below_100000.pt``, made by
+  numbers below 100,000 only, is shipped in ``helpers/tasks/checkpoints/numbers_below_100000.pt``, made by
 
-      python -m helpers.translation --save-model
+      python -m helpers.tasks.numbers --save-model
+
+  and the model on byte-pair pieces, ``numbers_bpe_50.pt``, by ``--save-bpe-model``.
 """
 
 import argparse
 import pathlib
 import random
 import re
+import time
 from typing import NamedTuple
 
 import torch
 
-from helpers.decoding import TINY, load_tiny
+from helpers import bpe, seed_all
+from helpers.model import Transformer
+from helpers.recipe import adam_with_warmup, average_weights, smoothed_loss, train
+from helpers.tasks.reversal import TINY, load_tiny
 from helpers.vocabulary import BOS, EOS, PAD, SPECIALS, Vocabulary  # noqa: F401  (re-exported)
 
 DATA = pathlib.Path(__file__).resolve().parent / "data" / "numbers_en_fr.tsv"
@@ -354,10 +360,6 @@ def train_numbers(pairs, vocab, seed=0, steps=STEPS, weights=DIGIT_WEIGHTS, prog
     warmup 400, dropout 0.1, label smoothing 0.1), `steps` batches of 64 from training_batches,
     the last 5 checkpoints (every 100 steps) averaged. Returns (averaged model in eval mode,
     history of helpers.recipe.train). tokens: as in training_batches."""
-    from helpers import seed_all
-    from helpers.model import Transformer
-    from helpers.recipe import adam_with_warmup, average_weights, smoothed_loss, train
-
     torch.set_num_threads(1)
     seed_all(seed)
     gen = torch.Generator().manual_seed(seed)
@@ -383,23 +385,46 @@ def train_below_model(folder=CHECKPOINTS, seed=0, progress=True):
     return model
 
 
+def bpe_model_name(n_merges=bpe.MERGES):
+    return f"numbers_bpe_{n_merges}.pt"
+
+
+def train_bpe_model(n_merges=bpe.MERGES, folder=CHECKPOINTS, seed=0, progress=True):
+    """Notebook 09's training run (train_numbers: same recipe, same steps) on the training
+    numbers cut into pieces by n_merges merges learnt from their texts; saves the averaged
+    model's state dict as folder/bpe_model_name(n_merges). Returns (model, segmenter, vocab)."""
+    pairs = load_pairs("train")
+    segmenter = bpe.Segmenter(bpe.learn_merges(bpe.texts_of(pairs), n_merges))
+    vocab = segmenter.vocabulary(pairs)
+    model, _ = train_numbers(pairs, vocab, seed=seed, progress=progress, tokens=segmenter.piece_pairs)
+    folder = pathlib.Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), folder / bpe_model_name(n_merges))
+    return model, segmenter, vocab
+
+
 def load_model(path, vocab):
     """A tiny Transformer for this vocabulary with the state dict saved at path, in eval mode."""
     return load_tiny(path, len(vocab))
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="Notebook 09's data and its second model.")
+    parser = argparse.ArgumentParser(description="Notebook 09's data and its two shipped models.")
     parser.add_argument("--make-data", action="store_true",
-                        help="write helpers/data/numbers_en_fr.tsv with num2words")
+                        help="write helpers/tasks/data/numbers_en_fr.tsv with num2words")
     parser.add_argument("--out", default=str(DATA), help="where to write it (default: %(default)s)")
     parser.add_argument("--save-model", metavar="FOLDER", nargs="?", const=str(CHECKPOINTS),
                         help=f"train the model of numbers below 100,000 and save it as FOLDER/{BELOW_MODEL} "
-                        "(default folder: helpers/checkpoints)")
+                        "(default folder: helpers/tasks/checkpoints)")
+    parser.add_argument("--save-bpe-model", metavar="FOLDER", nargs="?", const=str(CHECKPOINTS),
+                        help="train the model on byte-pair pieces and save it as "
+                        "FOLDER/numbers_bpe_<merges>.pt (default folder: helpers/tasks/checkpoints)")
+    parser.add_argument("--merges", type=int, default=bpe.MERGES,
+                        help="the merge count of --save-bpe-model (default %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="the training seed (default 0)")
     args = parser.parse_args(argv)
-    if not (args.make_data or args.save_model):
-        parser.error("nothing to do: pass --make-data and/or --save-model")
+    if not (args.make_data or args.save_model or args.save_bpe_model):
+        parser.error("nothing to do: pass --make-data, --save-model and/or --save-bpe-model")
     if args.make_data:
         path = write_data(args.out)
         rows = read_rows(path)
@@ -410,6 +435,12 @@ def main(argv=None):
         train_below_model(args.save_model, seed=args.seed)
         path = pathlib.Path(args.save_model) / BELOW_MODEL
         print(f"wrote {path} ({path.stat().st_size:,} bytes)")
+    if args.save_bpe_model:
+        start = time.time()
+        _, _, vocab = train_bpe_model(args.merges, args.save_bpe_model, seed=args.seed)
+        path = pathlib.Path(args.save_bpe_model) / bpe_model_name(args.merges)
+        print(f"wrote {path} ({path.stat().st_size:,} bytes; {len(vocab)} tokens) "
+              f"in {time.time() - start:.0f} s")
 
 
 if __name__ == "__main__":

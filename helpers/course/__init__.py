@@ -2,14 +2,14 @@
 
 Everything that names the repository (the bootstrap cell of every notebook, the
 Open-in-Colab and Open-in-Kaggle badges in the README) is generated from here by
-``python -m helpers.notebooks``; a test fails when a copy disagrees.
+``python -m helpers.course.notebooks``; a test fails when a copy disagrees.
 """
 
 REPO_URL = "https://github.com/transformer-step-by-step/original-transformer"
 REPO_REF = "main"  # the branch or tag the bootstrap cell clones
 CLONE_DIR = "original-transformer"  # folder the bootstrap cell clones into (Colab, Kaggle)
 
-# (file stem, title, one line); each notebook's time is estimated by helpers.timing
+# (file stem, title, one line); each notebook's time is estimated by helpers.course.timing
 NOTEBOOKS = [
     ("01_positions", "Positions",
      "Embeddings × √d_model plus sinusoidal positions; shifts are rotations."),

@@ -1,14 +1,14 @@
 """The course's website: a view of the one source, built offline with Jupyter Book 1.
 
-    python -m helpers.site              # build into _site/ (open _site/index.html)
-    python -m helpers.site --out DIR    # somewhere else
+    python -m helpers.course.site              # build into _site/ (open _site/index.html)
+    python -m helpers.course.site --out DIR    # somewhere else
 
 The pages are prepared in a temporary folder, never executed: each notebook's page from its
 solution copy with its stored outputs (setup cell and import guard removed; each exercise's and
 each question's answer, its check's output and its explanation folded together behind one
 button; each figure's alt text from its "Figure description."; buttons that open the exercise
 copy), the landing page from the README (introduction, table, running it at home, licence), the
-notation page from ``helpers/notation.py``, and two zip files of every exercise and solution
+notation page from ``helpers/course/notation.py``, and two zip files of every exercise and solution
 notebook. ``website/`` holds the configuration and the style; MathJax is served from the site (a
 copy from the ``django-static-mathjax`` package). This module is also the Sphinx extension the
 build loads (``setup``): page titles, meta tags, the folds' labels, no Thebe.
@@ -31,7 +31,8 @@ import zipfile
 import nbformat
 import yaml
 
-from helpers import course, notation, notebooks
+from helpers import course
+from helpers.course import notation, notebooks
 
 ROOT = notebooks.ROOT
 CONFIG = ROOT / "website"
@@ -306,7 +307,7 @@ def value(v):
 
 
 def notation_page(solutions):
-    """The table of helpers/notation.py: symbol, meaning, base, tiny, where it is introduced."""
+    """The table of helpers/course/notation.py: symbol, meaning, base, tiny, where it is introduced."""
     titles = {stem: title for stem, title, *_ in course.NOTEBOOKS}
     rows = ["# Notation", "",
             "The paper's symbols as the course uses them: one meaning per symbol. *Base* is the "
@@ -392,11 +393,11 @@ def prepare(src):
     (src / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
     config = yaml.safe_load((CONFIG / "_config.yml").read_text())
     config["repository"] = {"url": course.REPO_URL, "branch": course.REPO_REF}
-    config["sphinx"]["local_extensions"] = {"helpers.site": str(ROOT)}  # setup() below
+    config["sphinx"]["local_extensions"] = {"helpers.course.site": str(ROOT)}  # setup() below
     # Jupyter Book's extensions without Thebe (unused: it only added a script error to every page)
     config["sphinx"]["config"]["extensions"] = [
         e for e in get_default_sphinx_config()["extensions"] if e != "sphinx_thebe"
-    ] + ["helpers.site"]
+    ] + ["helpers.course.site"]
     config["sphinx"]["config"]["html_theme_options"]["logo"] = {"text": config["title"]}
     config["sphinx"]["config"]["html_theme_options"]["extra_footer"] = footer()
     (src / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))

@@ -15,7 +15,7 @@ from tqdm import tqdm
 
 from helpers.attention import additive_mask, padding_mask
 from helpers.layers import EncoderLayer
-from helpers.tickets import MAX_TOKENS, PAD, TEAMS
+from helpers.tasks.tickets import MAX_TOKENS, PAD, TEAMS
 
 
 def mean_of_real_tokens(h, ids):
