@@ -309,9 +309,7 @@ def at_home(readme):
 def licence_section(readme):
     """The README's licence, said of the site, and the licence of any data a notebook carries."""
     text = readme_section(readme, "Licence").replace("this README", "this site")
-    extra = [line for number, line in DATA_LICENCES.items()
-             if any(stem.startswith(f"{number}_") for stem, *_ in course.NOTEBOOKS)]
-    return "\n\n".join([text, *extra])
+    return "\n\n".join([text, *data_licences()])
 
 
 def landing_page(readme):
@@ -333,8 +331,8 @@ def landing_page(readme):
         downloads_section(),
         at_home(readme),
         licence_section(readme),
-        "## For maintainers\n\nHow the course is made and checked (its tests, the seed sweep over "
-        "several CPUs, this website's build) is in the repository's "
+        "## For maintainers\n\nHow the course is made and checked (its tests, its runs on other CPUs "
+        "and on Colab's and Kaggle's PyTorch, this website's build) is in the repository's "
         f"[README]({course.REPO_URL}#for-contributors).",
     ]) + "\n"
     text = re.sub(r"<!--.*?-->\n?", "", text)
@@ -422,9 +420,15 @@ def version():
             + (" with uncommitted changes" if changed else ""))
 
 
+def data_licences():
+    """The licence lines of the data the course's notebooks carry (DATA_LICENCES)."""
+    return [line for number, line in DATA_LICENCES.items()
+            if any(stem.startswith(f"{number}_") for stem, *_ in course.NOTEBOOKS)]
+
+
 def footer():
-    """Every page's footer: the licence, the version, the repository."""
-    licence = LICENCE.format(repo=course.REPO_URL, ref=course.REPO_REF)
+    """Every page's footer: the licence (the data's too), the version, the repository."""
+    licence = " ".join([LICENCE.format(repo=course.REPO_URL, ref=course.REPO_REF), *data_licences()])
     licence = re.sub(r"`([^`]+)`", r"<code>\1</code>", licence)
     licence = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r'<a href="\2">\1</a>', licence)
     return (f'<p class="course-footer">{licence} This site was {version()}. '
@@ -525,11 +529,11 @@ def font_awesome_shapes():
           / "scripts" / "fontawesome.js").read_text()
     shapes = {}
     # each pack is an object of icons followed by the call that registers it: d("fab", p)
+    packs = {"fab": "brands", "fas": "solid", "far": "regular"}
+    icon = re.compile(r'"?([a-z0-9-]+)"?:\[(\d+),(\d+),\[[^\]]*\],"[0-9a-f]*","([^"]+)"\]')
     for block, pack in re.findall(r'var p=(\{.*?\})\}\(function\(\)\{d\("(fa[a-z])",p\)', js, re.S):
-        for name, w, h, path in re.findall(r'"?([a-z0-9-]+)"?:\[(\d+),(\d+),\[[^\]]*\],"[0-9a-f]*","([^"]+)"\]',
-                                           block):
-            shapes[("brands" if pack == "fab" else {"fas": "solid", "far": "regular"}.get(pack, pack), name)] = (
-                int(w), int(h), path)
+        for name, w, h, path in icon.findall(block):
+            shapes[(packs.get(pack, pack), name)] = (int(w), int(h), path)
     return shapes
 
 
@@ -549,7 +553,8 @@ def icon_css(used_icons):
         w, h, path = shapes[(pack, name.removeprefix("fa-"))]
         svg = urllib.parse.quote(f"<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {w} {h}'>"
                                  f"<path d='{path}'/></svg>", safe=" =:/'")
-        rules.append(f'i.{name}::before {{ width: {w / h:.4f}em; --course-icon: url("data:image/svg+xml,{svg}"); }}')
+        rules.append(f'i.{name}::before {{ width: {w / h:.4f}em; '
+                     f'--course-icon: url("data:image/svg+xml,{svg}"); }}')
     return "\n".join(rules) + "\n"
 
 
@@ -611,14 +616,14 @@ def finish(out):
             text = text[:extra.start()] + text[extra.end():]
         text = re.sub(r'[ \t]*<script[^>]*src="[^"]*fontawesome\.js[^"]*"[^>]*></script>\n?', "", text)
         if page.name != "search.html":  # the search box opens search.html (no search as you type)
-            text = re.sub(r'[ \t]*<script src="[^"]*(?:searchtools|language_data|searchindex)\.js"></script>\n?',
-                          "", text)
+            text = re.sub(r'[ \t]*<script src="[^"]*(?:searchtools|language_data|searchindex)\.js">'
+                          r'</script>\n?', "", text)
         page.write_text(text)
         icons.update(icons_of(text))
         found = search_text(text)
         if found:
             data = json.dumps([page.stem, *found], ensure_ascii=False, separators=(",", ":"))
-            (out / "_static" / "search" / f"{page.stem}.js").write_text(f"CourseSearch.add({data});\n")
+            (out / "_static" / "search" / f"{page.stem}.js").write_text(f"CourseSearch.add({data[1:-1]});\n")
     (out / "_static" / "course-icons.css").write_text(icon_css(icons))
     for unused in (out / "_static" / "scripts").glob("fontawesome.js*"):
         unused.unlink()
@@ -662,7 +667,8 @@ def _page_context(app, pagename, templatename, context, doctree):
     body = context.get("body", "")
 
     def asset(item):
-        return str(getattr(item, "filename", None) or item) + str(getattr(item, "attributes", {}).get("body", ""))
+        attributes = getattr(item, "attributes", {})
+        return str(getattr(item, "filename", None) or item) + str(attributes.get("body", ""))
     context["script_files"] = [s for s in context.get("script_files", []) if used(asset(s), body)]
     context["css_files"] = [c for c in context.get("css_files", []) if used(asset(c), body)]
     if pagename == app.config.root_doc:  # its title is the site's: the browser tab says it once

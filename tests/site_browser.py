@@ -180,7 +180,8 @@ window.addEventListener("load", function () {
     });
     var summary = document.querySelector("#search-results .search-summary");
     var done = /finished|did not match/.test(summary ? summary.textContent : "");
-    if ((done && Object.keys(snippets).length >= Math.min(found.length, 3)) || tries > 80) {
+    var asked = new URLSearchParams(location.search).get("q");
+    if (!asked || (done && Object.keys(snippets).length >= Math.min(found.length, 3)) || tries > 40) {
       report({results: found, snippets: snippets});
     }
     else setTimeout(function () { results(tries + 1); }, 100);
