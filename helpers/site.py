@@ -537,31 +537,45 @@ def font_awesome_shapes():
     return shapes
 
 
+ICON_STYLE = ("content: \"\" !important; font: inherit !important; display: inline-block; height: 1em; "
+              "vertical-align: -0.125em; background-color: currentColor; "
+              "-webkit-mask: var(--course-icon) center / contain no-repeat; "
+              "mask: var(--course-icon) center / contain no-repeat;")
+# the theme's icons drawn by its stylesheet on elements without an icon class: selector -> shape
+STYLE_ICONS = {"a.reference.download::before": ("solid", "download")}
+
+
 def icon_css(used_icons):
-    """A stylesheet drawing each used icon (class -> pack) as a mask of its shape, in the text's
-    colour; the theme's icon font is never downloaded (the icons have no text)."""
+    """A stylesheet drawing each icon a page shows (an icon class -> its pack, and STYLE_ICONS) as
+    a mask of its shape in the text's colour, with no text: the theme's icon font is never
+    downloaded."""
     shapes = font_awesome_shapes()
+    wanted = {f".{name}::before": (pack, name.removeprefix("fa-")) for name, pack in used_icons.items()}
+    wanted.update(STYLE_ICONS)
     rules = ["/* The theme's icons, drawn from Font Awesome's shapes (Font Awesome Free: icons CC BY 4.0, "
              "https://fontawesome.com/license/free); written by helpers/site.py. */",
-             "i.fa-solid::before, i.fas::before, i.fa-brands::before, i.fab::before, i.fa::before "
-             "{ content: \"\" !important; display: inline-block; height: 1em; vertical-align: -0.125em; "
-             "background-color: currentColor; -webkit-mask: var(--course-icon) center / contain no-repeat; "
-             "mask: var(--course-icon) center / contain no-repeat; }"]
-    for name, pack in sorted(used_icons.items()):
-        if (pack, name.removeprefix("fa-")) not in shapes:
-            raise ValueError(f"no shape for the icon {pack} {name}")
-        w, h, path = shapes[(pack, name.removeprefix("fa-"))]
+             f"{', '.join(sorted(wanted))} {{ {ICON_STYLE} }}",
+             # no element asks for the icon font (an empty icon's line still loads its font)
+             ".fa, .fas, .fa-solid, .far, .fa-regular, .fab, .fa-brands { font-family: inherit !important; }",
+             ":root { --fa-font-solid: normal 900 1em/1 sans-serif; --fa-font-regular: normal 400 1em/1 "
+             "sans-serif; --fa-font-brands: normal 400 1em/1 sans-serif; --fa-style-family: sans-serif; }",
+             "a.reference.download::before { height: 0.8em; margin: 0 0.25em; "
+             "background-color: var(--pst-color-text-muted); }"]
+    for selector, shape in sorted(wanted.items()):
+        if shape not in shapes:
+            raise ValueError(f"no shape for the icon {shape}")
+        w, h, path = shapes[shape]
         svg = urllib.parse.quote(f"<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {w} {h}'>"
                                  f"<path d='{path}'/></svg>", safe=" =:/'")
-        rules.append(f'i.{name}::before {{ width: {w / h:.4f}em; '
-                     f'--course-icon: url("data:image/svg+xml,{svg}"); }}')
+        rules.append(f"{selector} {{ width: {w / h:.4f}em; "
+                     f"--course-icon: url(\"data:image/svg+xml,{svg}\"); }}")
     return "\n".join(rules) + "\n"
 
 
 def icons_of(page_html):
     """The icons a page shows: {class: pack}."""
     found = {}
-    for classes in re.findall(r'<i class="([^"]*\bfa-[^"]*)"', page_html):
+    for classes in re.findall(r'<(?:i|span) class="([^"]*\bfa-[^"]*)"', page_html):
         tokens = classes.split()
         pack = "brands" if {"fab", "fa-brands"} & set(tokens) else "solid"
         for token in tokens:
@@ -594,7 +608,7 @@ def search_text(page_html):
         anchor = section.get("id", "") if section else ""
         if anchor not in sections:
             sections.append(anchor)
-        text = " ".join(block.get_text(" ").split()).replace(" ,", ",").replace(" .", ".")
+        text = " ".join(block.get_text().split())
         sentences += [[sections.index(anchor), sentence] for sentence in SENTENCE_END.split(text) if sentence]
     return sections, sentences
 

@@ -381,6 +381,9 @@ def main(argv=None):
                 if wide is None or phone is None:
                     continue
                 weights[page] = weight(args.site, requests)
+                fonts = sorted({r for r in requests if "fontawesome" in r})
+                if fonts:  # the theme's icon font: the site draws its few icons from a small stylesheet
+                    failures.append(f"{page}: the icon font loads: {fonts}")
                 loaded = wide["images"] - len(wide["broken"])
                 errors = len(wide["console_errors"]) + len(phone["console_errors"])
                 print(f"{page:30} {wide['formulas']:>8} {wide['typeset']:>7} "

@@ -564,9 +564,10 @@ def test_the_icons_the_pages_show_are_drawn_by_a_small_stylesheet(site, pages):
     drawn = (site / "_static" / "course-icons.css").read_text()
     assert len(drawn) < 20_000
     for path, soup in pages.items():
-        for icon in soup.select("i[class*=fa-]"):
+        for icon in soup.select("i[class*=fa-], span[class*=fa-]"):
             for name in [c for c in icon["class"] if c.startswith("fa-") and c not in ("fa-solid", "fa-lg")]:
-                assert f"i.{name}::before" in drawn, f"{path}: no shape for the icon {name}"
+                assert f".{name}::before {{ width" in drawn, f"{path}: no shape for the icon {name}"
+    assert "a.reference.download::before { width" in drawn
     assert not list(site.rglob("fontawesome.js"))
 
 
