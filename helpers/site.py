@@ -274,13 +274,42 @@ FOR_LEARNERS = {
 TYPESET = {"softmax(QKᵀ/√d_k)V": "softmax(<i>QK</i><sup>T</sup>/√<i>d</i><sub><i>k</i></sub>)<i>V</i>"}
 
 
+HOW_TO = "How to use it:"  # the README's paragraph a learner's first steps come from
+
+
+def steps(paragraph):
+    """A paragraph as a list of steps, one per sentence ("Stuck?" kept with its answer)."""
+    sentences = re.split(r"(?<=[.?])\s+(?=[A-Z*])", " ".join(paragraph.split()))
+    merged = []
+    for sentence in sentences:
+        if merged and merged[-1].endswith("?") and len(merged[-1].split()) < 3:
+            merged[-1] += " " + sentence
+        else:
+            merged.append(sentence)
+    return "\n".join(f"- {m[0].upper()}{m[1:]}" for m in merged)
+
+
+def start_here():
+    """The first notebook's buttons: where a learner starts."""
+    stem, title, _ = course.NOTEBOOKS[0]
+    return fenced("container", "course-start", (
+        f"**Start here,** with notebook {stem[:2]}, {title}: open its exercise copy in "
+        f"[Colab]({course.colab_url('notebooks', stem)}) "
+        f"[Kaggle]({course.kaggle_url('notebooks', stem)}) or [read it here](solutions/{stem}.ipynb)."))
+
+
 def learner_intro(head):
-    """The README's introduction (title, paragraphs) as the site says it to a learner."""
+    """The README's introduction (title, paragraphs) as the site says it to a learner: what the
+    course is and who it is for, then "How to start" (the README's "How to use it", one step per
+    sentence, and where to start), with a short answer to "Will my numbers match?"."""
     paragraphs = []
     for paragraph in head.strip().split("\n\n"):
         label = re.match(r"\*\*([^*]+)\*\*", paragraph)
         if label and label[1] in FOR_LEARNERS:
             paragraph = f"**{label[1]}** {FOR_LEARNERS[label[1]]}"
+        elif label and label[1] == HOW_TO:
+            paragraph = "\n\n".join(["## How to start", start_here(),
+                                      steps(paragraph.removeprefix(label[0]).strip())])
         for plain, typeset in TYPESET.items():
             paragraph = paragraph.replace(plain, typeset)
         paragraphs.append(paragraph)

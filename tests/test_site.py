@@ -392,7 +392,7 @@ def test_a_phone_gets_cards_and_wrapping_lines(pages):
     assert box and box.find("table"), "the landing table is not in its box"
     starts = [a for a in article.find_all("a", href=True)
               if "colab.research" in a["href"] or "kaggle" in a["href"]]
-    assert starts and all(a.find_parent(class_="course-notebooks") for a in starts)
+    assert starts and all(a.find_parent(class_=["course-notebooks", "course-start"]) for a in starts)
     assert len(box.select("tbody tr")) == len(STEMS) + 1  # a row per notebook and the total
 
 
@@ -639,8 +639,8 @@ def test_search_snippets_come_from_each_pages_sentences(site, pages):
                for _, t in sentences)
 
 
-LEARNER_PAGE_PARTS = ["The notebooks", "Download everything", "On your own machine", "Licence",
-                      "For maintainers"]
+LEARNER_PAGE_PARTS = ["How to start", "The notebooks", "Download everything", "On your own machine",
+                      "Licence", "For maintainers"]
 FOR_MAINTAINERS = ["test suite", "local CPU wheel", "this README", "course's own machines", "kernel families",
                    "CI", "seed"]
 
