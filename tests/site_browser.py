@@ -4,16 +4,22 @@
     .venv/bin/python tests/site_browser.py --build   # rebuild _site/ first
 
 Needs Debian's Chromium (``apt-get update && apt-get install -y chromium``); as root it runs
-with ``--no-sandbox``. On a copy of the site served over HTTP on 127.0.0.1 (the server records
-every request that answers 404), each page gets a small probe script that waits for MathJax, then
-records how many formulas were typeset (``mjx-container`` elements), how many TeX errors there
-were, which images did not load and which have no alt text; Chromium's ``--dump-dom`` prints the
-page after its scripts ran, and ``--enable-logging`` its console, where an ``Uncaught`` error fails
-the check. The landing page is opened again 390 pixels wide: every Colab/Kaggle start button must
-lie inside the window. The search page is queried for a term of each notebook, from ``file://``
-and over HTTP; its snippets must show no TeX source. Screenshots of the landing page and of
-notebooks 03 and 09, 1,280 and 390 pixels wide, go to ``_site_screenshots/``. Exits 1 when a
-check fails.
+with ``--no-sandbox``. Every page is opened by a fresh Chromium with an empty profile (a first
+visit: nothing in its storage), on a copy of the site served over HTTP on 127.0.0.1 (the server
+records every request, and which answered 404). Each page carries two small scripts: one first in
+its head records every console message and every uncaught error; one at the end waits for MathJax,
+opens every fold, then records how many formulas were typeset (``mjx-container`` elements), the
+TeX errors, the images that did not load or have no alt text, every formula whose right edge is
+clipped or beyond the screen (a formula wider than the screen must scroll in its own box), and
+every word of a table broken inside a word although it fits its cell. Chromium's ``--dump-dom``
+prints the page after its scripts ran, ``--enable-logging`` its console: any ``console.error``,
+uncaught error or message the browser itself logs fails the check. Each page is opened 1,280
+pixels wide, then inside a 390-pixel-wide frame (a phone), where every Colab/Kaggle start button
+must lie inside the screen too. The page weight (bytes of every file a first visit loads) is
+printed per page. The search page is queried for a term of each notebook and for a known sentence,
+from ``file://`` and over HTTP: the expected page must be found, its snippet must hold the
+matching sentence, no TeX, and no console error. Screenshots of the landing page and of notebooks
+03 and 09, 1,280 and 390 pixels wide, go to ``_site_screenshots/``. Exits 1 when a check fails.
 """
 
 import argparse
@@ -28,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import urllib.parse
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
@@ -37,13 +44,100 @@ from helpers.course import site  # noqa: E402
 from test_site import unique_words  # noqa: E402
 
 SHOTS = ROOT / "_site_screenshots"
+PHONE_WIDTH = 390
+# a query whose sentence we know: its page and the words its snippet must hold
+KNOWN = ("closed vocabulary", "09_translation.html",
+         "Characters alone would also be a closed vocabulary, with much longer sequences")
+
+# first in every page's head: every console message and every uncaught error, from the start
+HOOK = r"""<script>
+(function () {
+  var seen = window.__courseSeen = {console: [], uncaught: []};
+  ["log", "info", "debug", "warn", "error"].forEach(function (level) {
+    var original = console[level];
+    console[level] = function () {
+      seen.console.push([level, Array.prototype.map.call(arguments, String).join(" ")]);
+      return original.apply(console, arguments);
+    };
+  });
+  window.addEventListener("error", function (e) {
+    var t = e.target;
+    seen.uncaught.push(t && t !== window && (t.src || t.href)
+      ? "failed to load " + (t.src || t.href) : "Uncaught " + e.message);
+  }, true);
+  window.addEventListener("unhandledrejection", function (e) {
+    seen.uncaught.push("Uncaught (in promise) " + (e.reason && e.reason.message || e.reason));
+  });
+})();
+</script>"""
+
 PROBE = r"""<script>
 document.querySelectorAll("img").forEach(function (img) { img.loading = "eager"; });
 var STARTS = 'a[href*="colab.research.google.com"], a[href*="kaggle.com"]';
+
+function formulaSources() {  // each typeset formula's root element -> its TeX
+  var sources = new Map();
+  try {
+    for (var item of MathJax.startup.document.math) sources.set(item.typesetRoot, item.math);
+  } catch (e) {}
+  return sources;
+}
+
+function formulaEdges() {
+  // every formula that a reader cannot see whole: cut by a box that hides its overflow, or
+  // reaching beyond the screen, unless a box of its own (inside the article) scrolls it
+  var bad = [], sources = formulaSources(), width = document.documentElement.clientWidth;
+  document.querySelectorAll("mjx-container").forEach(function (m) {
+    var body = m.querySelector("mjx-math") || m, r = body.getBoundingClientRect();
+    if (!r.width) return;
+    var right = r.right, left = r.left, why = null, inArticle = true;
+    for (var el = m; el && el !== document.documentElement && !why; el = el.parentElement) {
+      var style = getComputedStyle(el), box = el.getBoundingClientRect();
+      if (el.tagName === "ARTICLE") inArticle = false;
+      var outside = right > box.right + 1 || left < box.left - 1;
+      if (!outside) continue;
+      if (/hidden|clip/.test(style.overflowX)) why = "clipped by " + el.tagName.toLowerCase() +
+          "." + String(el.className).split(" ")[0];
+      else if (/auto|scroll/.test(style.overflowX)) {
+        if (!inArticle) why = "the page scrolls sideways in " + el.tagName.toLowerCase();
+        else { right = Math.min(right, box.right); left = Math.max(left, box.left); }
+      }
+    }
+    if (!why && right > width + 1) why = "beyond the screen's edge";
+    if (why) bad.push(Math.round(r.right) + " px, " + why + ": " +
+                      (sources.get(m) || m.textContent).slice(0, 70));
+  });
+  return bad;
+}
+
+function brokenWords() {
+  // words of a table cell split over two lines although they fit in the cell
+  var bad = [];
+  document.querySelectorAll("article table td, article table th").forEach(function (cell) {
+    var style = getComputedStyle(cell);
+    var room = cell.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    var walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT), node;
+    while ((node = walker.nextNode())) {
+      var re = /[^\s\-\u2010-\u2014\/]{2,}/g, match;
+      while ((match = re.exec(node.data))) {
+        var range = document.createRange();
+        range.setStart(node, match.index);
+        range.setEnd(node, match.index + match[0].length);
+        var rects = Array.from(range.getClientRects()).filter(function (q) { return q.width > 0; });
+        var tops = new Set(rects.map(function (q) { return Math.round(q.top); }));
+        var wide = rects.reduce(function (s, q) { return s + q.width; }, 0);
+        if (tops.size > 1 && wide <= room + 1) bad.push(match[0]);
+      }
+    }
+  });
+  return bad;
+}
+
 window.addEventListener("load", function () {
   function report(extra) {
     var images = Array.from(document.images);
     var maths = Array.from(document.querySelectorAll(".math"));
+    var seen = window.__courseSeen || {console: [], uncaught: []};
     var out = document.createElement("pre");
     out.id = "site-probe";
     out.textContent = JSON.stringify(Object.assign({
@@ -54,11 +148,15 @@ window.addEventListener("load", function () {
       typeset: document.querySelectorAll("mjx-container").length,
       untypeset: maths.filter(function (m) { return !m.querySelector("mjx-container"); }).length,
       errors: document.querySelectorAll("mjx-merror").length,
+      mathjax: !!window.MathJax && !!MathJax.startup,
       no_alt: images.filter(function (i) {
         var alt = (i.getAttribute("alt") || "").trim();
         return !alt || /\.(png|svg|jpe?g)$|^_images\/|^[0-9a-f]{16,}/.test(alt);
       }).map(function (i) { return i.getAttribute("src"); }),
-      width: window.innerWidth,
+      width: document.documentElement.clientWidth,
+      page_width: document.documentElement.scrollWidth,
+      clipped: formulaEdges(),
+      broken_words: brokenWords(),
       // the start buttons (Colab, Kaggle links) that reach beyond the window's edges
       offscreen: Array.from(document.querySelectorAll(STARTS))
         .filter(function (a) { var r = a.getBoundingClientRect();
@@ -66,36 +164,48 @@ window.addEventListener("load", function () {
         .map(function (a) { var r = a.getBoundingClientRect();
                             return a.textContent.trim() + " " + Math.round(r.left) + "-" +
                                    Math.round(r.right); }),
-      starts: document.querySelectorAll(STARTS).length
+      starts: document.querySelectorAll(STARTS).length,
+      console: seen.console,
+      uncaught: seen.uncaught
     }, extra || {}));
     document.body.appendChild(out);
   }
   function results(tries) {  // the search page's summary says when the search finished
-    var found = Array.from(document.querySelectorAll("#search-results li a"))
-                     .map(function (a) { return a.getAttribute("href").split("?")[0].split("#")[0]; });
-    var snippets = Array.from(document.querySelectorAll("#search-results li p.context"))
-                        .map(function (p) { return p.textContent; });
+    var items = Array.from(document.querySelectorAll("#search-results li"));
+    var found = items.map(function (li) {
+      return li.querySelector("a").getAttribute("href").split("?")[0].split("#")[0]; });
+    var snippets = {};
+    items.forEach(function (li, i) {
+      var p = li.querySelector("p.context");
+      if (p && !(found[i] in snippets)) snippets[found[i]] = p.textContent;
+    });
     var summary = document.querySelector("#search-results .search-summary");
-    if (/finished|did not match/.test(summary ? summary.textContent : "") || tries > 60) {
+    var done = /finished|did not match/.test(summary ? summary.textContent : "");
+    var asked = new URLSearchParams(location.search).get("q");
+    if (!asked || (done && Object.keys(snippets).length >= Math.min(found.length, 3)) || tries > 40) {
       report({results: found, snippets: snippets});
     }
     else setTimeout(function () { results(tries + 1); }, 100);
   }
   var typeset = window.MathJax && MathJax.startup ? MathJax.startup.promise : Promise.resolve();
   typeset.then(function () {
-    if (document.getElementById("search-results")) results(0); else report();
+    document.querySelectorAll("details").forEach(function (d) { d.open = true; });
+    setTimeout(function () {
+      if (document.getElementById("search-results")) results(0); else report();
+    }, 200);
   });
 });
 </script>
 """
 
 
-# Headless Chromium lays a page out at least 500 pixels wide whatever --window-size says: the
-# landing page is measured inside a 390-pixel-wide frame, whose probe record is copied out.
+# Headless Chromium lays a page out at least 500 pixels wide whatever --window-size says: a phone
+# is a 390-pixel-wide frame, whose probe record is copied out.
 PHONE = """<!doctype html><html><head><link rel="icon" href="_static/favicon.svg"></head>
 <body style="margin:0">
-<iframe id="phone" src="index.html" style="width:390px;height:2400px;border:0"></iframe>
+<iframe id="phone" style="width:WIDTHpx;height:2400px;border:0"></iframe>
 <script>
+document.getElementById("phone").src = location.search.slice(1) || "index.html";
 (function copy() {
   var inner = document.getElementById("phone").contentDocument;
   var seen = inner && inner.getElementById("site-probe");
@@ -106,46 +216,75 @@ PHONE = """<!doctype html><html><head><link rel="icon" href="_static/favicon.svg
   document.body.appendChild(out);
 })();
 </script></body></html>
-"""
+""".replace("WIDTH", str(PHONE_WIDTH))
 
 
 def chromium():
     for name in ("chromium", "chromium-browser", "google-chrome"):
         if shutil.which(name):
             command = [shutil.which(name), "--headless", "--disable-gpu", "--hide-scrollbars",
-                       "--no-first-run", "--virtual-time-budget=8000"]
+                       "--disable-quic", "--no-first-run", "--disable-background-networking",
+                       "--disable-component-update", "--disable-sync", "--virtual-time-budget=8000"]
             return command + (["--no-sandbox"] if os.geteuid() == 0 else [])
     sys.exit("No Chromium found: apt-get update && apt-get install -y chromium")
 
 
+def run_browser(browser, *args):
+    """Chromium with a fresh, empty profile: every page is a first visit."""
+    with tempfile.TemporaryDirectory(prefix="course-chromium-") as profile:
+        return subprocess.run([*browser, f"--user-data-dir={profile}", *args],
+                              capture_output=True, text=True, timeout=180)
+
+
+def console_lines(stderr):
+    """The console messages Chromium logged (any level: its log does not say which)."""
+    return [m[1] for m in re.finditer(r':CONSOLE[^\]]*\] "(.*?)", source: ', stderr)]
+
+
 def probe(browser, url, width=1280):
     """The probe's record of a page after its scripts ran (None: the probe never reported), and
-    the console's errors (lines that say Uncaught)."""
-    run = subprocess.run([*browser, f"--window-size={width},2400", "--enable-logging=stderr", "--v=0",
-                          "--dump-dom", url], capture_output=True, text=True, timeout=180)
+    the console's errors: every console.error, every uncaught error, and every message the
+    browser itself logged (a failed load, a blocked request): any console line that the page's
+    own console.log/info/debug/warn did not write."""
+    run = run_browser(browser, f"--window-size={width},2400", "--enable-logging=stderr", "--v=0",
+                      "--dump-dom", url)
     found = re.search(r'<pre id="site-probe"[^>]*>(.*?)</pre>', run.stdout, re.S)
-    errors = [line.split("CONSOLE", 1)[-1].strip() for line in run.stderr.splitlines()
-              if "CONSOLE" in line and "Uncaught" in line]
-    record = json.loads(found[1].replace("&quot;", '"').replace("&amp;", "&")) if found else None
+    record = json.loads(found[1].replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">")
+                        .replace("&amp;", "&")) if found else None
+    logged = (record or {}).get("console", [])
+    quiet = [text for level, text in logged if level != "error"]
+    errors = [text for level, text in logged if level == "error"] + (record or {}).get("uncaught", [])
+    for line in console_lines(run.stderr):
+        if not any(text.startswith(line[:60]) or line.startswith(text[:60]) for text in quiet + errors):
+            errors.append(line)
+    if record is None:
+        errors += [line for line in console_lines(run.stderr) if line not in errors]
     return record, errors
 
 
-def with_probes(site_dir, tmp):
-    """A copy of the site whose pages carry the probe script."""
-    copy = pathlib.Path(tmp) / "site"
+def with_probes(site_dir, tmp, probes=True):
+    """A copy of the site with the phone frame, whose pages carry the two probe scripts."""
+    copy = pathlib.Path(tmp) / ("site" if probes else "plain")
     shutil.copytree(site_dir, copy)
-    for page in copy.glob("*.html"):
-        page.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
+    for page in copy.glob("*.html") if probes else []:
+        text = page.read_text()
+        text = re.sub(r"<head>", lambda m: m[0] + HOOK, text, count=1)
+        page.write_text(text.replace("</body>", PROBE + "</body>"))
     (copy / "phone.html").write_text(PHONE)
     return copy
 
 
 class RecordingHandler(http.server.SimpleHTTPRequestHandler):
-    """Serves the folder quietly and remembers every path that answered 404."""
+    """Serves the folder quietly and remembers every path asked for, and those that answered 404."""
     missing = []
+    asked = []
 
     def log_message(self, *args):
         pass
+
+    def do_GET(self):
+        self.asked.append(self.path)
+        super().do_GET()
 
     def send_error(self, code, *args, **kwargs):
         if code == 404:
@@ -154,14 +293,24 @@ class RecordingHandler(http.server.SimpleHTTPRequestHandler):
 
 
 def serve(folder):
-    """A local HTTP server for folder on 127.0.0.1 (a free port), in a thread; returns it and the
-    list of paths that answered 404."""
-    missing = []
-    recording = type("Handler", (RecordingHandler,), {"missing": missing})
+    """A local HTTP server for folder on 127.0.0.1 (a free port), in a thread; returns it, the
+    list of paths that answered 404 and the list of every path asked for."""
+    missing, asked = [], []
+    recording = type("Handler", (RecordingHandler,), {"missing": missing, "asked": asked})
     handler = functools.partial(recording, directory=str(folder))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, missing
+    return server, missing, asked
+
+
+def weight(site_dir, paths):
+    """The bytes of the site's files behind these request paths (as built, without the probes)."""
+    total = 0
+    for path in set(paths):
+        file = site_dir / urllib.parse.unquote(urllib.parse.urlsplit(path).path).lstrip("/")
+        if file.is_file():
+            total += file.stat().st_size
+    return total
 
 
 def search_terms():
@@ -169,75 +318,135 @@ def search_terms():
     return [(unique_words(stem)[0], f"{stem}.html") for stem, *_ in course.NOTEBOOKS]
 
 
+def holds_term(snippet, term):
+    """The snippet holds the word (or a word it starts, as the search's stemming finds it)."""
+    stem = term.lower()[:max(4, len(term) - 3)]
+    return stem in snippet.lower()
+
+
+def check_page(browser, base, page, width, failures):
+    """Open one page (width 1,280: directly; 390: inside the phone frame); returns its record."""
+    url = f"{base}/{page}" if width != PHONE_WIDTH else f"{base}/phone.html?{page}"
+    seen, errors = probe(browser, url)
+    where = f"{page} at {width} px"
+    if seen is None:
+        failures.append(f"{where}: the probe did not report (scripts did not run?) {errors[:3]}")
+        return None
+    if seen["untypeset"] or seen["errors"] or (seen["formulas"] and not seen["typeset"]):
+        failures.append(f"{where}: {seen['untypeset']} formulas not typeset, {seen['errors']} TeX errors")
+    if seen["broken"]:
+        failures.append(f"{where}: images not loaded: {seen['broken']}")
+    if seen["no_alt"]:
+        failures.append(f"{where}: images without alt text: {seen['no_alt']}")
+    failures += [f"{where}: formula not whole: {c}" for c in seen["clipped"]]
+    failures += [f"{where}: console error: {e}" for e in errors]
+    if width == PHONE_WIDTH:
+        if seen["width"] != PHONE_WIDTH:
+            failures.append(f"{where}: the frame is {seen['width']} px wide")
+        if seen["page_width"] > seen["width"] + 1:
+            failures.append(f"{where}: the page is {seen['page_width']} px wide")
+        failures += [f"{where}: start button beyond the screen: {o}" for o in seen["offscreen"]]
+        if seen["broken_words"]:
+            failures.append(f"{where}: {len(seen['broken_words'])} words of a table broken mid-letter: "
+                            f"{seen['broken_words'][:8]}")
+    seen["console_errors"] = errors
+    return seen
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--build", action="store_true", help="rebuild the site first")
     parser.add_argument("--site", type=pathlib.Path, default=site.OUT)
+    parser.add_argument("--no-screenshots", action="store_true")
     args = parser.parse_args(argv)
     if args.build or not (args.site / "index.html").exists():
         site.build(args.site)
     browser = chromium()
     failures = []
-    pages = ["index.html"] + [f"{stem}.html" for stem, *_ in course.NOTEBOOKS] + ["notation.html"]
+    pages = ["index.html"] + [f"{stem}.html" for stem, *_ in course.NOTEBOOKS] + ["notation.html",
+                                                                                    "search.html"]
     with tempfile.TemporaryDirectory(prefix="course-site-check-") as tmp:
         copy = with_probes(args.site, tmp)
-        server, missing = serve(copy)
+        server, missing, asked = serve(copy)
         base = f"http://127.0.0.1:{server.server_address[1]}"
         try:
-            print(f"{'page':32} {'formulas':>8} {'typeset':>8} {'errors':>6} {'images':>6} {'loaded':>6} "
-                  f"{'no alt':>6} {'js errors':>9}")
+            print(f"{'page':30} {'formulas':>8} {'typeset':>7} {'clipped 1280/390':>16} {'images':>6} "
+                  f"{'loaded':>6} {'no alt':>6} {'broken words':>12} {'errors':>6} {'files':>5} "
+                  f"{'weight':>9}")
+            weights = {}
             for page in pages:
-                seen, errors = probe(browser, f"{base}/{page}")
-                if seen is None:
-                    failures.append(f"{page}: the probe did not report (scripts did not run?)")
+                before = len(asked)
+                wide = check_page(browser, base, page, 1280, failures)
+                requests = asked[before:]
+                phone = check_page(browser, base, page, PHONE_WIDTH, failures)
+                if wide is None or phone is None:
                     continue
-                loaded = seen["images"] - len(seen["broken"])
-                print(f"{page:32} {seen['formulas']:>8} {seen['typeset']:>8} {seen['errors']:>6} "
-                      f"{seen['images']:>6} {loaded:>6} {len(seen['no_alt']):>6} {len(errors):>9}")
-                if seen["untypeset"] or seen["errors"] or (seen["formulas"] and not seen["typeset"]):
-                    failures.append(f"{page}: {seen['untypeset']} formulas not typeset, "
-                                    f"{seen['errors']} TeX errors")
-                if seen["broken"]:
-                    failures.append(f"{page}: images not loaded: {seen['broken']}")
-                if seen["no_alt"]:
-                    failures.append(f"{page}: images without alt text: {seen['no_alt']}")
-                failures += [f"{page}: JavaScript error: {e}" for e in errors]
-            seen, errors = probe(browser, f"{base}/phone.html")
-            seen = seen or {"offscreen": ["the probe did not report"], "starts": 0, "width": None}
-            print(f"index.html {seen['width']} px wide: {seen['starts']} start buttons, "
-                  f"{len(seen['offscreen'])} beyond the window's edge {seen['offscreen'][:3]}")
-            if seen["offscreen"] or not seen["starts"] or seen["width"] != 390:
-                failures.append(f"index.html at 390 px: start buttons beyond the window: {seen['offscreen']}")
-            for term, expected in search_terms():
+                weights[page] = weight(args.site, requests)
+                fonts = sorted({r for r in requests if "fontawesome" in r})
+                if fonts:  # the theme's icon font: the site draws its few icons from a small stylesheet
+                    failures.append(f"{page}: the icon font loads: {fonts}")
+                loaded = wide["images"] - len(wide["broken"])
+                errors = len(wide["console_errors"]) + len(phone["console_errors"])
+                print(f"{page:30} {wide['formulas']:>8} {wide['typeset']:>7} "
+                      f"{len(wide['clipped']):>7}/{len(phone['clipped']):<8} {wide['images']:>6} "
+                      f"{loaded:>6} {len(wide['no_alt']):>6} {len(phone['broken_words']):>12} "
+                      f"{errors:>6} {len(set(requests)):>5} {weights[page] / 1e6:>7.2f} MB")
+                if page == "index.html":
+                    print(f"{'':30} at {phone['width']} px: {phone['starts']} start buttons, "
+                          f"{len(phone['offscreen'])} beyond the screen's edge")
+                    if not phone["starts"]:
+                        failures.append("index.html at 390 px: no start button")
+            if weights:
+                print(f"page weight (a first visit, every file it loads): "
+                      f"{min(weights.values()) / 1e6:.2f}-{max(weights.values()) / 1e6:.2f} MB, "
+                      f"landing page {weights.get('index.html', 0) / 1e6:.2f} MB")
+            queries = [(term, expected, None) for term, expected in search_terms()] + [KNOWN]
+            for query, expected, sentence in queries:
                 for where, root in (("file", (copy / "search.html").resolve().as_uri()),
                                     ("http", f"{base}/search.html")):
-                    seen, errors = probe(browser, f"{root}?q={term}")
+                    seen, errors = probe(browser, f"{root}?q={urllib.parse.quote(query)}")
                     found = (seen or {}).get("results", [])
-                    tex = [s for s in (seen or {}).get("snippets", []) if re.search(r"\\[(a-zA-Z]", s)]
-                    print(f"search {term!r} from {where}: {len(found)} pages, {expected} "
-                          f"{'found' if expected in found else 'MISSING'}, {len(tex)} snippets with TeX")
+                    snippet = (seen or {}).get("snippets", {}).get(expected, "")
+                    tex = [s for s in (seen or {}).get("snippets", {}).values()
+                           if re.search(r"\\[(a-zA-Z]|\$", s)]
+                    holds = (" ".join(sentence.split()) in " ".join(snippet.split()) if sentence
+                             else all(holds_term(snippet, w) for w in query.split()))
+                    print(f"search {query!r} from {where}: {len(found)} pages, {expected} "
+                          f"{'found' if expected in found else 'MISSING'}, snippet "
+                          f"{'holds the sentence' if holds else 'WITHOUT THE MATCH'}: "
+                          f"{' '.join(snippet.split())[:90]!r}, {len(errors)} console errors")
                     if expected not in found:
-                        failures.append(f"search {term!r} from {where} does not find {expected}")
+                        failures.append(f"search {query!r} from {where} does not find {expected}")
+                    elif not holds:
+                        failures.append(f"search {query!r} from {where}: {expected}'s snippet does not "
+                                        f"hold the match: {snippet[:120]!r}")
                     if tex:
-                        failures.append(f"search {term!r}: TeX in a snippet: {tex[0][:100]!r}")
-                    if where == "http":  # from file://, Sphinx's search cannot fetch pages for snippets
-                        failures += [f"search page: JavaScript error: {e}" for e in errors]
+                        failures.append(f"search {query!r}: TeX in a snippet: {tex[0][:100]!r}")
+                    failures += [f"search {query!r} from {where}: console error: {e}" for e in errors]
         finally:
             server.shutdown()
         print(f"{len(missing)} requests answered 404 {sorted(set(missing))[:5]}")
         failures += [f"404: {path}" for path in sorted(set(missing))]
+        if not args.no_screenshots:
+            screenshots(browser, with_probes(args.site, tmp, probes=False), failures)
+    print("\n".join(["", *failures]) if failures else "\nall browser checks passed")
+    return 1 if failures else 0
+
+
+def screenshots(browser, copy, failures):
+    """The landing page and notebooks 03 and 09 at 1,280 pixels and on the phone (390), as a
+    reader first sees them (copy: the site without the probes, with the phone frame)."""
     SHOTS.mkdir(exist_ok=True)
     for page in ["index.html", "03_encoder_layer.html", "09_translation.html"]:
-        for width in (1280, 390):
+        for width in (1280, PHONE_WIDTH):
             shot = SHOTS / page.replace(".html", f"_{width}.png")
-            subprocess.run([*browser, f"--window-size={width},{2400 if width == 390 else 2000}",
-                            f"--screenshot={shot}", (args.site / page).resolve().as_uri()],
-                           capture_output=True, timeout=180)
+            url = (copy / page).resolve().as_uri() if width != PHONE_WIDTH else \
+                f"{(copy / 'phone.html').resolve().as_uri()}?{page}"
+            run_browser(browser, f"--window-size={width},{2400 if width == PHONE_WIDTH else 2000}",
+                        f"--screenshot={shot}", url)
             print(f"screenshot {shot.relative_to(ROOT)}" if shot.exists() else f"no screenshot of {page}")
             if not shot.exists():
                 failures.append(f"no screenshot of {page} at {width} px")
-    print("\n".join(["", *failures]) if failures else "\nall browser checks passed")
-    return 1 if failures else 0
 
 
 if __name__ == "__main__":

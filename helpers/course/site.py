@@ -9,9 +9,13 @@ each question's answer, its check's output and its explanation folded together b
 button; each figure's alt text from its "Figure description."; buttons that open the exercise
 copy), the landing page from the README (introduction, table, running it at home, licence), the
 notation page from ``helpers/course/notation.py``, and two zip files of every exercise and solution
-notebook. ``website/`` holds the configuration and the style; MathJax is served from the site (a
-copy from the ``django-static-mathjax`` package). This module is also the Sphinx extension the
-build loads (``setup``): page titles, meta tags, the folds' labels, no Thebe.
+notebook. ``website/`` holds the configuration, the style, the script and the link-preview picture
+(``python -m helpers.course.site --og-image`` draws it); MathJax is served from the site (a copy from the
+``django-static-mathjax`` package), on the pages that have formulas. This module is also the Sphinx
+extension the build loads (``setup``): page titles, meta tags and link previews, the folds' labels,
+each page's scripts (no Thebe; MathJax, toggle buttons and tabs only where the page uses them).
+After the build, ``finish`` gives each page one viewport tag and the theme's few icons without its
+1.5 MB icon script, and writes the text each search result's snippet is taken from.
 """
 
 
@@ -19,6 +23,7 @@ import argparse
 import copy
 import datetime
 import html
+import json
 import pathlib
 import re
 import shutil
@@ -26,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import zipfile
 
 import nbformat
@@ -41,6 +47,17 @@ PAPER_URL = "https://arxiv.org/abs/1706.03762"
 LICENCE = ("The code (the `helpers` package, the tests and the notebooks' code cells) is under the "
            "[MIT licence]({repo}/blob/{ref}/LICENSE); the text and the figures are under "
            "[CC BY 4.0](https://creativecommons.org/licenses/by/4.0/).")
+# a notebook's data under a licence of its own, named wherever the site gives the licence once
+# that notebook is in course.NOTEBOOKS (its number -> the line)
+DATA_LICENCES = {
+    "11": ("Notebook 11's sentences come from the [Tatoeba Project](https://tatoeba.org), under "
+           "[CC BY 2.0 FR](https://creativecommons.org/licenses/by/2.0/fr/), paired by "
+           "[manythings.org/anki](https://www.manythings.org/anki/)."),
+}
+OG_IMAGE = "og-image.png"  # website/assets/: the link-preview picture, 1200 x 630
+OG_SIZE = (1200, 630)
+OG_ALT = ("The course's title, what it is, and the table of sinusoidal positions of notebook 01 in red and "
+          "blue stripes.")
 # what a fold holds -> its button's label when closed and when open
 LABELS = {"question": ("Show the answer", "Hide the answer"),
           "exercise": ("Show a solution", "Hide the solution")}
@@ -244,22 +261,112 @@ def downloads_section():
         "repository instead (below)."])
 
 
+# the README's introduction speaks to learners and maintainers: on the site, a paragraph that
+# starts with one of these bold labels is said for a learner only
+FOR_LEARNERS = {
+    "Will my numbers match?": (
+        "Yes, bit for bit, wherever no model is trained and nothing is timed: the formulas and their "
+        "small examples, the parameter counts, every check's verdict. A model you train is different: "
+        "your CPU rounds floats a little differently from ours and training makes the differences "
+        "grow, so each number the text quotes about a trained model comes with the range our own "
+        "runs gave, printed beside yours; the cell stops with an error if your run falls outside it."),
+}
+# plain-text formulas of the README, typeset on the site without MathJax
+TYPESET = {"softmax(QKᵀ/√d_k)V": "softmax(<i>QK</i><sup>T</sup>/√<i>d</i><sub><i>k</i></sub>)<i>V</i>"}
+
+
+HOW_TO = "How to use it:"  # the README's paragraph a learner's first steps come from
+
+
+def steps(paragraph):
+    """A paragraph as a list of steps, one per sentence ("Stuck?" kept with its answer)."""
+    sentences = re.split(r"(?<=[.?])\s+(?=[A-Z*])", " ".join(paragraph.split()))
+    merged = []
+    for sentence in sentences:
+        if merged and merged[-1].endswith("?") and len(merged[-1].split()) < 3:
+            merged[-1] += " " + sentence
+        else:
+            merged.append(sentence)
+    return "\n".join(f"- {m[0].upper()}{m[1:]}" for m in merged)
+
+
+def start_here():
+    """The first notebook's buttons: where a learner starts."""
+    stem, title, _ = course.NOTEBOOKS[0]
+    return fenced("container", "course-start", (
+        f"**Start here,** with notebook {stem[:2]}, {title}: open its exercise copy in "
+        f"[Colab]({course.colab_url('notebooks', stem)}) "
+        f"[Kaggle]({course.kaggle_url('notebooks', stem)}) or [read it here](solutions/{stem}.ipynb)."))
+
+
+def learner_intro(head):
+    """The README's introduction (title, paragraphs) as the site says it to a learner: what the
+    course is and who it is for, then "How to start" (the README's "How to use it", one step per
+    sentence, and where to start), with a short answer to "Will my numbers match?"."""
+    paragraphs = []
+    for paragraph in head.strip().split("\n\n"):
+        label = re.match(r"\*\*([^*]+)\*\*", paragraph)
+        if label and label[1] in FOR_LEARNERS:
+            paragraph = f"**{label[1]}** {FOR_LEARNERS[label[1]]}"
+        elif label and label[1] == HOW_TO:
+            paragraph = "\n\n".join(["## How to start", start_here(),
+                                      steps(paragraph.removeprefix(label[0]).strip())])
+        for plain, typeset in TYPESET.items():
+            paragraph = paragraph.replace(plain, typeset)
+        paragraphs.append(paragraph)
+    return "\n\n".join(paragraphs)
+
+
+def at_home(readme):
+    """The README's "On your own machine" for a learner: the command that opens the course in
+    Jupyter and what to know before running it (the test suite and the course's own machines
+    are for maintainers)."""
+    section = readme_section(readme, "On your own machine")
+    kept = []
+    for paragraph in section.split("\n### ")[0].split("\n\n"):
+        if re.search(r"test suite|\bCI\b", paragraph):
+            break
+        kept.append(paragraph)
+    text = "\n\n".join(kept).replace("from a clone of this repository",
+                                      f"from a clone of [the repository]({course.REPO_URL})")
+    cpu = re.search(r"`(\S*pip install torch==\S+ --index-url \S+)`", section)
+    if cpu:
+        text += ("\n\nOn Linux, plain `pip` installs PyTorch's CUDA build, several GB: for the small "
+                 f"CPU build, run `{cpu[1]}` after making the `.venv` and before installing the rest.")
+    return text
+
+
+def licence_section(readme):
+    """The README's licence, said of the site, and the licence of any data a notebook carries."""
+    text = readme_section(readme, "Licence").replace("this README", "this site")
+    return "\n\n".join([text, *data_licences()])
+
+
 def landing_page(readme):
-    """The README's introduction and notebook table, with links that work on the site, then
-    how to download the notebooks, how to run them at home and the licence."""
+    """The front page, for a learner: what the course is, who it is for, how to start (the
+    README's introduction), the notebooks (its table, one card per notebook on a phone), the
+    notation, the downloads, running it at home, the licence; the maintainers' part is a link
+    to the repository's README."""
     head, tail = readme.split(notebooks.END, 1)
     before, table = head.split(notebooks.START)
-    # the table in a box of its own, which a narrow screen shows as one card per notebook
-    intro = before + fenced("container", "course-notebooks", table) + tail.split("\n## ")[0]
-    intro = re.sub(r"<!--.*?-->\n?", "", intro)
-    intro = intro.replace("arXiv:1706.03762", f"[arXiv:1706.03762]({PAPER_URL})", 1)
+    intro, _, notebooks_heading = before.rpartition("\n## ")
+    times = tail.split("\n## ")[0].strip().split(";")[0].rstrip(".") + "."
     text = "\n\n".join([
-        intro.rstrip(),
+        learner_intro(intro),
+        "## " + notebooks_heading.strip(),
+        fenced("container", "course-notebooks", table),
+        times,
         "The [notation](notation.md) page lists the paper's symbols as the course uses them, with "
         "their values in the base and the tiny model.",
         downloads_section(),
-        readme_section(readme, "On your own machine"),
-        readme_section(readme, "Licence")]) + "\n"
+        at_home(readme),
+        licence_section(readme),
+        "## For maintainers\n\nHow the course is made and checked (its tests, its runs on other CPUs "
+        "and on Colab's and Kaggle's PyTorch, this website's build) is in the repository's "
+        f"[README]({course.REPO_URL}#for-contributors).",
+    ]) + "\n"
+    text = re.sub(r"<!--.*?-->\n?", "", text)
+    text = text.replace("arXiv:1706.03762", f"[arXiv:1706.03762]({PAPER_URL})", 1)
     blob = f"{course.REPO_URL}/blob/{course.REPO_REF}"
     # a badge image inside a link becomes a plain-text link: [![Open in Colab](svg)](url) -> [Colab](url)
     text = re.sub(r"\[!\[(?:Open in )?([^\]]*)\]\([^)]*\)\]\(([^)]*)\)", r"[\1](\2)", text)
@@ -343,9 +450,15 @@ def version():
             + (" with uncommitted changes" if changed else ""))
 
 
+def data_licences():
+    """The licence lines of the data the course's notebooks carry (DATA_LICENCES)."""
+    return [line for number, line in DATA_LICENCES.items()
+            if any(stem.startswith(f"{number}_") for stem, *_ in course.NOTEBOOKS)]
+
+
 def footer():
-    """Every page's footer: the licence, the version, the repository."""
-    licence = LICENCE.format(repo=course.REPO_URL, ref=course.REPO_REF)
+    """Every page's footer: the licence (the data's too), the version, the repository."""
+    licence = " ".join([LICENCE.format(repo=course.REPO_URL, ref=course.REPO_REF), *data_licences()])
     licence = re.sub(r"`([^`]+)`", r"<code>\1</code>", licence)
     licence = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r'<a href="\2">\1</a>', licence)
     return (f'<p class="course-footer">{licence} This site was {version()}. '
@@ -393,6 +506,7 @@ def prepare(src):
     (src / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
     config = yaml.safe_load((CONFIG / "_config.yml").read_text())
     config["repository"] = {"url": course.REPO_URL, "branch": course.REPO_REF}
+    config["html"]["baseurl"] = site_url(config)
     config["sphinx"]["local_extensions"] = {"helpers.course.site": str(ROOT)}  # setup() below
     # Jupyter Book's extensions without Thebe (unused: it only added a script error to every page)
     config["sphinx"]["config"]["extensions"] = [
@@ -425,32 +539,221 @@ def build(out=OUT, quiet=True):
             shutil.rmtree(out)
         shutil.copytree(pathlib.Path(tmp) / "_build" / "html", out,
                         ignore=shutil.ignore_patterns(*UNSHIPPED))
+    finish(out)
     return (run.stdout or "") + (run.stderr or "")
+
+
+# ---- after the build: one viewport tag, a few icons, the search snippets' text ----
+
+# the theme's icons: its 1.5 MB script draws every icon of Font Awesome; the site shows a dozen,
+# drawn from the same shapes by a small stylesheet (icons the theme's script adds itself: EXTRA)
+EXTRA_ICONS = ["fa-xmark"]
+ICON_PACKS = {"fab": "brands", "fa-brands": "brands"}  # any other prefix: the solid pack
+
+
+def font_awesome_shapes():
+    """Font Awesome's shapes from the theme's own script: {(pack, name): (width, height, path)}."""
+    import pydata_sphinx_theme
+
+    js = (pathlib.Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme" / "static"
+          / "scripts" / "fontawesome.js").read_text()
+    shapes = {}
+    # each pack is an object of icons followed by the call that registers it: d("fab", p)
+    packs = {"fab": "brands", "fas": "solid", "far": "regular"}
+    icon = re.compile(r'"?([a-z0-9-]+)"?:\[(\d+),(\d+),\[[^\]]*\],"[0-9a-f]*","([^"]+)"\]')
+    for block, pack in re.findall(r'var p=(\{.*?\})\}\(function\(\)\{d\("(fa[a-z])",p\)', js, re.S):
+        for name, w, h, path in icon.findall(block):
+            shapes[(packs.get(pack, pack), name)] = (int(w), int(h), path)
+    return shapes
+
+
+ICON_STYLE = ("content: \"\" !important; font: inherit !important; display: inline-block; height: 1em; "
+              "vertical-align: -0.125em; background-color: currentColor; "
+              "-webkit-mask: var(--course-icon) center / contain no-repeat; "
+              "mask: var(--course-icon) center / contain no-repeat;")
+# the theme's icons drawn by its stylesheet on elements without an icon class: selector -> shape
+STYLE_ICONS = {"a.reference.download::before": ("solid", "download")}
+
+
+def icon_css(used_icons):
+    """A stylesheet drawing each icon a page shows (an icon class -> its pack, and STYLE_ICONS) as
+    a mask of its shape in the text's colour, with no text: the theme's icon font is never
+    downloaded."""
+    shapes = font_awesome_shapes()
+    wanted = {f".{name}::before": (pack, name.removeprefix("fa-")) for name, pack in used_icons.items()}
+    wanted.update(STYLE_ICONS)
+    rules = ["/* The theme's icons, drawn from Font Awesome's shapes (Font Awesome Free: icons CC BY 4.0, "
+             "https://fontawesome.com/license/free); written by helpers/site.py. */",
+             f"{', '.join(sorted(wanted))} {{ {ICON_STYLE} }}",
+             # no element asks for the icon font (an empty icon's line still loads its font)
+             ".fa, .fas, .fa-solid, .far, .fa-regular, .fab, .fa-brands { font-family: inherit !important; }",
+             ":root { --fa-font-solid: normal 900 1em/1 sans-serif; --fa-font-regular: normal 400 1em/1 "
+             "sans-serif; --fa-font-brands: normal 400 1em/1 sans-serif; --fa-style-family: sans-serif; }",
+             "a.reference.download::before { height: 0.8em; margin: 0 0.25em; "
+             "background-color: var(--pst-color-text-muted); }"]
+    for selector, shape in sorted(wanted.items()):
+        if shape not in shapes:
+            raise ValueError(f"no shape for the icon {shape}")
+        w, h, path = shapes[shape]
+        svg = urllib.parse.quote(f"<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {w} {h}'>"
+                                 f"<path d='{path}'/></svg>", safe=" =:/'")
+        rules.append(f"{selector} {{ width: {w / h:.4f}em; "
+                     f"--course-icon: url(\"data:image/svg+xml,{svg}\"); }}")
+    return "\n".join(rules) + "\n"
+
+
+def icons_of(page_html):
+    """The icons a page shows: {class: pack}."""
+    found = {}
+    for classes in re.findall(r'<(?:i|span) class="([^"]*\bfa-[^"]*)"', page_html):
+        tokens = classes.split()
+        pack = "brands" if {"fab", "fa-brands"} & set(tokens) else "solid"
+        for token in tokens:
+            if token.startswith("fa-") and token not in ("fa-solid", "fa-brands", "fa-regular", "fa-lg",
+                                                          "fa-fw", "fa-xs", "fa-sm", "fa-xl", "fa-2x"):
+                found[token] = pack
+    return found
+
+
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“‘(])")
+
+
+def search_text(page_html):
+    """A page's text as the search snippets need it: its sections' ids and its sentences, each
+    with its section, formulas as plain text (√d_model), no code."""
+    from bs4 import BeautifulSoup
+
+    article = BeautifulSoup(page_html, "html.parser").select_one("article")
+    if article is None:
+        return None
+    for tag in article.select(".headerlink, script, style, pre, .course-buttons, button"):
+        tag.decompose()
+    for math in article.select(".math"):
+        math.string = plain_tex(re.sub(r"^\\[(\[]|\\[)\]]$", "", math.get_text().strip()))
+    sections, sentences = [], []
+    for block in article.find_all(["h1", "h2", "h3", "h4", "p", "td", "th", "dt", "figcaption"]):
+        if block.find_parent(["p", "td", "th"]) or (block.name == "p" and block.find_parent(["td", "th"])):
+            continue
+        section = block.find_parent("section")
+        anchor = section.get("id", "") if section else ""
+        if anchor not in sections:
+            sections.append(anchor)
+        text = " ".join(block.get_text().split())
+        sentences += [[sections.index(anchor), sentence] for sentence in SENTENCE_END.split(text) if sentence]
+    return sections, sentences
+
+
+def finish(out):
+    """The built site as a reader gets it: one viewport tag per page, the theme's icons from a small
+    stylesheet instead of its 1.5 MB script, the search's scripts and index on the search page
+    only (the theme loads them everywhere for a search as you type the site does not use), and
+    each page's text for the search snippets
+    (_static/search/PAGE.js, loaded by the search page for the pages it lists: from file:// as over
+    HTTP, where fetching a page is not allowed)."""
+    out = pathlib.Path(out)
+    icons = {name: "solid" for name in EXTRA_ICONS}
+    (out / "_static" / "search").mkdir(exist_ok=True)
+    for page in sorted(out.glob("*.html")):
+        text = page.read_text()
+        viewports = list(re.finditer(r'[ \t]*<meta name="viewport"[^>]*>\n?', text))
+        for extra in reversed(viewports[1:]):
+            text = text[:extra.start()] + text[extra.end():]
+        text = re.sub(r'[ \t]*<script[^>]*src="[^"]*fontawesome\.js[^"]*"[^>]*></script>\n?', "", text)
+        if page.name != "search.html":  # the search box opens search.html (no search as you type)
+            text = re.sub(r'[ \t]*<script src="[^"]*(?:searchtools|language_data|searchindex)\.js">'
+                          r'</script>\n?', "", text)
+        page.write_text(text)
+        icons.update(icons_of(text))
+        found = search_text(text)
+        if found:
+            data = json.dumps([page.stem, *found], ensure_ascii=False, separators=(",", ":"))
+            (out / "_static" / "search" / f"{page.stem}.js").write_text(f"CourseSearch.add({data[1:-1]});\n")
+    (out / "_static" / "course-icons.css").write_text(icon_css(icons))
+    for unused in (out / "_static" / "scripts").glob("fontawesome.js*"):
+        unused.unlink()
 
 
 # ---- the Sphinx extension (loaded by the build through _config.yml's local_extensions) ----
 
 THEBE = re.compile(r"thebe", re.I)
+# the theme's and extensions' files a page loads only when it uses them: (files, used by the page)
+ASSETS = [
+    (re.compile(r"togglebutton|toggleHint|toggleOpenOnPrint"),  # sphinx-togglebutton
+     lambda body: any("toggle" in c.split() or {"admonition", "dropdown"} <= set(c.split())
+                      for c in re.findall(r'class="([^"]*)"', body))),
+    (re.compile(r"design-tabs"), lambda body: "sd-tab-set" in body),  # sphinx-design's tabs
+    (re.compile(r"mathjax|window\.MathJax", re.I), lambda body: 'class="math' in body),
+    (re.compile(r"clipboard|copybutton"), lambda body: "<pre" in body),  # the copy buttons
+]
+
+
+def used(asset, body):
+    """False when asset (a script's or stylesheet's name and inline text) serves nothing on this
+    page: Thebe never does, toggle buttons, tabs, MathJax and copy buttons when the page has none."""
+    if THEBE.search(asset):
+        return False
+    return all(needed(body) for pattern, needed in ASSETS if pattern.search(asset))
+
+
+def site_url(config):
+    """The site's address (each page's canonical link and link previews): html.baseurl of
+    website/_config.yml, or else GitHub Pages' address of the repository."""
+    configured = (config.get("html") or {}).get("baseurl") or ""
+    if configured:
+        return configured.rstrip("/") + "/"
+    owner, name = course.REPO_URL.removeprefix("https://github.com/").removesuffix(".git").split("/")
+    return f"https://{owner.lower()}.github.io/{name}/"
 
 
 def _page_context(app, pagename, templatename, context, doctree):
-    """Per page: no Thebe, the landing tab's title once, meta tags, the folds' two labels."""
-    context["script_files"] = [s for s in context.get("script_files", [])
-                               if not THEBE.search(str(s.filename or "") + str(s.attributes.get("body", "")))]
-    context["css_files"] = [c for c in context.get("css_files", []) if not THEBE.search(str(c.filename))]
+    """Per page: only the scripts and styles it uses, the landing tab's title once, meta tags and
+    link previews (og:image, og:url from the site's address), the folds' two labels."""
+    body = context.get("body", "")
+
+    def asset(item):
+        attributes = getattr(item, "attributes", {})
+        return str(getattr(item, "filename", None) or item) + str(attributes.get("body", ""))
+    context["script_files"] = [s for s in context.get("script_files", []) if used(asset(s), body)]
+    context["css_files"] = [c for c in context.get("css_files", []) if used(asset(c), body)]
     if pagename == app.config.root_doc:  # its title is the site's: the browser tab says it once
         context["docstitle"] = ""
     first, described = page_descriptions(notebooks.README.read_text())
     description = described.get(pagename, first)
     title = re.sub(r"<[^>]+>", "", html.unescape(context.get("title") or app.config.html_title))
-    tags = {"description": description}
+    base = app.config.html_baseurl.rstrip("/") + "/"
+    url = context.get("pageurl") or f"{base}{pagename}.html"
+    tags = {"description": description, "twitter:card": "summary_large_image"}
     og = {"og:title": title, "og:description": description, "og:type": "website",
-          "og:site_name": app.config.html_title}
+          "og:site_name": app.config.html_title, "og:url": url,
+          "og:image": f"{base}_static/{OG_IMAGE}", "og:image:width": str(OG_SIZE[0]),
+          "og:image:height": str(OG_SIZE[1]),
+          "og:image:alt": OG_ALT}
     context["metatags"] = context.get("metatags", "") + "".join(
         [f'<meta name="{k}" content="{html.escape(v)}">\n' for k, v in tags.items()]
         + [f'<meta property="{k}" content="{html.escape(v)}">\n' for k, v in og.items()])
-    if "body" in context:
-        context["body"] = with_both_labels(context["body"])
+    if body:
+        context["body"] = as_cards(with_both_labels(body)) if pagename in dict(
+            (stem, 0) for stem, *_ in course.NOTEBOOKS) else with_both_labels(body)
+
+
+def as_cards(body):
+    """A wide table of text (four columns or more, a cell of 80 characters or more) becomes one
+    card per row on a phone: the table gets the class course-cards and each cell its column's
+    name (data-label), which course.css writes before the cell."""
+    def table(found):
+        t = found[0]
+        heads = [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", t, re.S)]
+        cells = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", t, re.S)]
+        if len(heads) < 4 or not any(len(" ".join(c.split())) >= 80 for c in cells):
+            return t
+        t = re.sub(r'<table class="', '<table class="course-cards ', t, count=1)
+
+        def row(r):
+            column = iter(heads)
+            return re.sub(r"<td(?=[ >])",
+                          lambda m: f'<td data-label="{html.escape(html.unescape(next(column, "")))}"', r[0])
+        return re.sub(r"<tr[ >].*?</tr>", row, t, flags=re.S)
+    return re.sub(r"<table[ >].*?</table>", table, body, flags=re.S)
 
 
 def with_both_labels(body):
@@ -467,10 +770,46 @@ def setup(app):
     app.connect("html-page-context", _page_context, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
+def draw_og_image(target=CONFIG / "assets" / OG_IMAGE):
+    """The link-preview picture (og:image), 1200 x 630: the course's title, what it is, and the
+    table of sinusoidal positions of notebook 01 (PE(pos, 2i) = sin(pos / 10000^(2i/d_model)))."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    pos, i = np.arange(48)[:, None], np.arange(32)[None, :]
+    angle = pos / 10000 ** (2 * (i // 2) / 64)
+    table = np.where(i % 2 == 0, np.sin(angle), np.cos(angle))
+    ink, accent, paper = "#1b2a41", "#2f6db5", "#f7f5ef"
+    fig = plt.figure(figsize=(OG_SIZE[0] / 100, OG_SIZE[1] / 100), dpi=100, facecolor=paper)
+    ax = fig.add_axes((0.71, 0.13, 0.25, 0.74))
+    ax.imshow(table, cmap="RdBu", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
+    ax.set_axis_off()
+    fig.text(0.71, 0.07, "the positions' table, notebook 01", color="#6b7280", fontsize=13)
+    fig.text(0.05, 0.80, "The original Transformer,", color=ink, fontsize=34, weight="bold")
+    fig.text(0.05, 0.70, "step by step", color=accent, fontsize=34, weight="bold")
+    lines = ["Attention Is All You Need (2017), rebuilt", "from its formulas in PyTorch, on a CPU.",
+             "", "Executable notebooks: every formula in words,", "checked by hand and in code, practised in",
+             "an exercise that tells you what you got wrong."]
+    for n, line in enumerate(lines):
+        fig.text(0.05, 0.56 - n * 0.062, line, color=ink, fontsize=19)
+    fig.text(0.05, 0.06, r"$\mathrm{softmax}\left(QK^{T}/\sqrt{d_k}\right)V$", color=accent, fontsize=24)
+    fig.savefig(target, dpi=100, facecolor=paper, metadata={"Software": None})
+    plt.close(fig)
+    return target
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=pathlib.Path, default=OUT, help="where to write the site (_site/)")
+    parser.add_argument("--og-image", action="store_true",
+                        help=f"draw website/assets/{OG_IMAGE}, the link-preview picture, and stop")
     args = parser.parse_args(argv)
+    if args.og_image:
+        print(f"wrote {draw_og_image()}")
+        return 0
     start = time.perf_counter()
     log = build(args.out)
     warnings = [line for line in log.splitlines() if "WARNING" in line or "ERROR" in line]

@@ -1,27 +1,102 @@
-/* The course's website. Search results: a snippet shows a formula as plain text (√d_model, not
-   the TeX source \(\sqrt{d_{\text{model}}}\)). Sphinx's search builds a snippet from the page's
-   text, where a formula is still its TeX. */
+/* The course's website. Search results: each result's snippet is the sentence of its page that
+   matches the query (formulas as plain text: √d_model, not TeX). Sphinx's own snippet fetches the
+   page (which a browser refuses from file://) and cuts 240 characters from the start of its text,
+   often the theme's hidden contents and sidebars. Here each page's sentences come from
+   _static/search/PAGE.js, written by helpers/course/site.py after the build and loaded by a script tag,
+   which works from file:// as over HTTP. */
 (function () {
-  var symbols = {sqrt: "√", times: "×", cdot: "·", ldots: "…", dots: "…", to: "→", le: "≤",
-                 ge: "≥", approx: "≈", infty: "∞", pm: "±", alpha: "α", beta: "β", gamma: "γ",
-                 epsilon: "ε", lambda: "λ", pi: "π", rho: "ρ", sigma: "σ", theta: "θ"};
-  function plain(tex) {
-    return tex.replace(/^\\[(\[]|\\[)\]]$/g, "")
-              .replace(/\\(?:text|mathrm|mathbf|operatorname|textbf|mathit)\{([^{}]*)\}/g, "$1")
-              .replace(/\\([A-Za-z]+)/g, function (m, name) { return symbols[name] || ""; })
-              .replace(/[{}]|\\[,;! ]/g, "");
+  var texts = {}, waiting = {};
+
+  window.CourseSearch = {
+    add: function (page, sections, sentences) {
+      texts[page] = {sections: sections, sentences: sentences};
+      (waiting[page] || []).forEach(function (then) { then(); });
+      delete waiting[page];
+    }
+  };
+
+  function load(page, then) {
+    if (texts[page]) { then(); return; }
+    if (waiting[page]) { waiting[page].push(then); return; }
+    waiting[page] = [then];
+    var script = document.createElement("script");
+    script.src = (document.documentElement.dataset.content_root || "") + "_static/search/" +
+                 encodeURIComponent(page) + ".js";
+    script.onerror = function () { delete waiting[page]; };
+    document.head.appendChild(script);
   }
+
+  function escaped(text) { return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"); }
+
+  function queryTerms() {
+    // the query's words as Sphinx searches them: lower case, no stop words, stemmed
+    var query = new URLSearchParams(window.location.search).get("q") || "";
+    var words = query.toLowerCase().split(/[^\p{Letter}\p{Number}_]+/u).filter(function (w) {
+      return w && !/^\d+$/.test(w) && (typeof stopwords === "undefined" || stopwords.indexOf(w) < 0);
+    });
+    var stemmer = typeof Stemmer === "function" ? new Stemmer() : null;
+    return words.map(function (w) {
+      // the part the word and its stem share ("vocabulary", "vocabulari": "vocabular")
+      var stem = stemmer ? stemmer.stemWord(w) : w, n = 0;
+      while (n < Math.min(w.length, stem.length) && w[n] === stem[n]) n++;
+      return {word: w, pattern: new RegExp("(^|[^\\p{Letter}\\p{Number}])" +
+                                           escaped(w.slice(0, Math.max(n, 3))), "iu")};
+    });
+  }
+
+  function bestSentence(page, anchor, terms) {
+    var text = texts[page], best = null, bestScore = 0;
+    var section = text.sections.indexOf(anchor.replace(/^#/, ""));
+    text.sentences.forEach(function (item) {
+      var score = terms.filter(function (t) { return t.pattern.test(item[1]); }).length;
+      if (score && section >= 0 && item[0] === section) score += 0.5;
+      if (score > bestScore) { best = item[1]; bestScore = score; }
+    });
+    return best;
+  }
+
+  function shortened(sentence, terms) {
+    // a long sentence: about 260 characters around its first match
+    if (sentence.length <= 300) return sentence;
+    var at = sentence.length;
+    terms.forEach(function (t) {
+      var m = t.pattern.exec(sentence);
+      if (m) at = Math.min(at, m.index);
+    });
+    var start = Math.max(0, sentence.lastIndexOf(" ", Math.max(0, at - 100)));
+    var end = sentence.indexOf(" ", Math.min(sentence.length, start + 260));
+    end = end < 0 ? sentence.length : end;
+    return (start > 0 ? "… " : "") + sentence.slice(start, end).trim() + (end < sentence.length ? " …" : "");
+  }
+
+  function addSnippet(item, terms) {
+    var link = item.querySelector("a");
+    if (!link || item.querySelector("p.context")) return;
+    var href = link.getAttribute("href") || "";
+    var page = href.split("#")[0].split("?")[0].replace(/\.html$/, "");
+    var anchor = href.indexOf("#") >= 0 ? href.slice(href.indexOf("#")) : "";
+    load(page, function () {
+      var sentence = bestSentence(page, anchor, terms);
+      if (!sentence || item.querySelector("p.context")) return;
+      var p = document.createElement("p");
+      p.className = "context";
+      p.textContent = shortened(sentence, terms);
+      item.appendChild(p);
+      if (typeof _highlightText === "function") {
+        terms.forEach(function (t) { _highlightText(p, t.word, "highlighted"); });
+      }
+    });
+  }
+
   function install() {
-    // searchtools.js declares Search with const: a global name, not a property of window
-    if (typeof Search === "undefined" || !Search.htmlToText || Search.htmlToText.course) return;
-    var original = Search.htmlToText;
-    Search.htmlToText = function (htmlString, anchor) {
-      var doc = new DOMParser().parseFromString(htmlString, "text/html");
-      doc.querySelectorAll(".math").forEach(function (m) { m.textContent = plain(m.textContent); });
-      return original(doc.documentElement.outerHTML, anchor);
-    };
-    Search.htmlToText.course = true;
+    var results = document.getElementById("search-results");
+    if (!results || results.dataset.courseSnippets) return;
+    results.dataset.courseSnippets = "yes";
+    var terms = queryTerms();
+    new MutationObserver(function () {
+      results.querySelectorAll("ul.search > li").forEach(function (li) { addSnippet(li, terms); });
+    }).observe(results, {childList: true, subtree: true});
   }
-  install();
-  document.addEventListener("DOMContentLoaded", install);
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", install);
+  else install();
 })();
