@@ -3,23 +3,23 @@
     .venv/bin/python tests/site_browser.py           # check _site/ (built first if missing)
     .venv/bin/python tests/site_browser.py --build   # rebuild _site/ first
 
-Needs Debian's Chromium (``apt-get update && apt-get install -y chromium``); as root it runs
-with ``--no-sandbox``. Every page is opened by a fresh Chromium with an empty profile (a first
-visit: nothing in its storage), on a copy of the site served over HTTP on 127.0.0.1 (the server
-records every request, and which answered 404). Each page carries two small scripts: one first in
-its head records every console message and every uncaught error; one at the end waits for MathJax,
-opens every fold, then records how many formulas were typeset (``mjx-container`` elements), the
-TeX errors, the images that did not load or have no alt text, every formula whose right edge is
-clipped or beyond the screen (a formula wider than the screen must scroll in its own box), and
-every word of a table broken inside a word although it fits its cell. Chromium's ``--dump-dom``
-prints the page after its scripts ran, ``--enable-logging`` its console: any ``console.error``,
-uncaught error or message the browser itself logs fails the check. Each page is opened 1,280
-pixels wide, then inside a 390-pixel-wide frame (a phone), where every Colab/Kaggle start button
-must lie inside the screen too. The page weight (bytes of every file a first visit loads) is
-printed per page. The search page is queried for a term of each notebook and for a known sentence,
-from ``file://`` and over HTTP: the expected page must be found, its snippet must hold the
-matching sentence, no TeX, and no console error. Screenshots of the landing page and of notebooks
-03 and 09, 1,280 and 390 pixels wide, go to ``_site_screenshots/``. Exits 1 when a check fails.
+Needs Debian's Chromium (``apt-get update && apt-get install -y chromium``); as root it runs with
+``--no-sandbox``. Every page is opened by a fresh Chromium with an empty profile (a first visit:
+nothing in its storage), on a copy of the site served over HTTP on 127.0.0.1 (the server records
+every request, and which answered 404). Each page carries two small scripts: one first in its head
+records every console message and every uncaught error; one at the end waits for MathJax, opens
+every fold, then records how many formulas were typeset (``mjx-container`` elements), the TeX
+errors, the images that did not load or have no alt text, every formula whose right edge is clipped
+or beyond the screen (a formula wider than the screen must scroll in its own box), and every word of
+a table broken inside a word although it fits the page's column. Chromium's ``--dump-dom`` prints
+the page after its scripts ran, ``--enable-logging`` its console: any ``console.error``, uncaught
+error or message the browser itself logs fails the check. Each page is opened 1,280 pixels wide,
+then inside a 390-pixel-wide frame (a phone), where every Colab/Kaggle start button must lie inside
+the screen too. The page weight (bytes of every file a first visit loads) is printed per page. The
+search page is queried for a term of each notebook and for a known sentence, from ``file://`` and
+over HTTP: the expected page must be found, its snippet must hold the matching sentence, no TeX, and
+no console error. Screenshots of the landing page and of notebooks 03 and 09, 1,280 and 390 pixels
+wide, go to ``_site_screenshots/``. Exits 1 when a check fails.
 """
 
 import argparse
@@ -111,11 +111,11 @@ function formulaEdges() {
 }
 
 function brokenWords() {
-  // words of a table cell split over two lines although they fit in the cell
-  var bad = [];
+  // words of a table split over two lines although they would fit on one line of the article's
+  // column (a table whose words do not fit the screen scrolls instead)
+  var bad = [], article = document.querySelector("article");
+  var room = article ? article.clientWidth : document.documentElement.clientWidth;
   document.querySelectorAll("article table td, article table th").forEach(function (cell) {
-    var style = getComputedStyle(cell);
-    var room = cell.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
     var walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT), node;
     while ((node = walker.nextNode())) {
       var re = /[^\s\-\u2010-\u2014\/]{2,}/g, match;

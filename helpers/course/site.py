@@ -23,6 +23,7 @@ import argparse
 import copy
 import datetime
 import html
+import html.parser
 import json
 import pathlib
 import re
@@ -551,19 +552,24 @@ EXTRA_ICONS = ["fa-xmark"]
 ICON_PACKS = {"fab": "brands", "fa-brands": "brands"}  # any other prefix: the solid pack
 
 
-def font_awesome_shapes():
-    """Font Awesome's shapes from the theme's own script: {(pack, name): (width, height, path)}."""
+def font_awesome_shapes(wanted):
+    """The shapes of the wanted icons ((pack, name) pairs) from the theme's own Font Awesome
+    script: {(pack, name): (width, height, path)}."""
     import pydata_sphinx_theme
 
     js = (pathlib.Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme" / "static"
           / "scripts" / "fontawesome.js").read_text()
+    # each pack is an object of icons, then the call that registers it: ...}(function(){d("fab",p)
+    packs, start, names = {}, 0, {"fab": "brands", "fas": "solid", "far": "regular"}
+    for end in re.finditer(r'\}\(function\(\)\{d\("(fa[bsr])",p\)', js):
+        packs[names[end[1]]] = js[js.rindex("var p={", start, end.start()):end.start()]
+        start = end.end()
     shapes = {}
-    # each pack is an object of icons followed by the call that registers it: d("fab", p)
-    packs = {"fab": "brands", "fas": "solid", "far": "regular"}
-    icon = re.compile(r'"?([a-z0-9-]+)"?:\[(\d+),(\d+),\[[^\]]*\],"[0-9a-f]*","([^"]+)"\]')
-    for block, pack in re.findall(r'var p=(\{.*?\})\}\(function\(\)\{d\("(fa[a-z])",p\)', js, re.S):
-        for name, w, h, path in icon.findall(block):
-            shapes[(packs.get(pack, pack), name)] = (int(w), int(h), path)
+    for pack, name in wanted:
+        found = re.search(rf'[{{,]"?{re.escape(name)}"?:\[(\d+),(\d+),\[[^\]]*\],"[0-9a-f]*","([^"]+)"\]',
+                          packs.get(pack, ""))
+        if found:
+            shapes[(pack, name)] = (int(found[1]), int(found[2]), found[3])
     return shapes
 
 
@@ -579,9 +585,9 @@ def icon_css(used_icons):
     """A stylesheet drawing each icon a page shows (an icon class -> its pack, and STYLE_ICONS) as
     a mask of its shape in the text's colour, with no text: the theme's icon font is never
     downloaded."""
-    shapes = font_awesome_shapes()
     wanted = {f".{name}::before": (pack, name.removeprefix("fa-")) for name, pack in used_icons.items()}
     wanted.update(STYLE_ICONS)
+    shapes = font_awesome_shapes(set(wanted.values()))
     rules = ["/* The theme's icons, drawn from Font Awesome's shapes (Font Awesome Free: icons CC BY 4.0, "
              "https://fontawesome.com/license/free); written by helpers/site.py. */",
              f"{', '.join(sorted(wanted))} {{ {ICON_STYLE} }}",
@@ -618,27 +624,82 @@ def icons_of(page_html):
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“‘(])")
 
 
+class _ArticleText(html.parser.HTMLParser):
+    """One pass over a page: the sentences of its article's blocks (headings, paragraphs, table
+    cells), each with the id of its section; formulas as plain text; code, buttons and heading
+    links left out."""
+    BLOCKS = {"h1", "h2", "h3", "h4", "p", "td", "th", "dt", "figcaption"}
+    SKIPPED = {"pre", "script", "style", "button"}
+    SKIPPED_CLASSES = {"headerlink", "course-buttons"}
+    VOID = {"br", "img", "hr", "meta", "input", "link", "wbr", "source", "col", "area", "base", "embed"}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.open, self.sections, self.found = [], [""], []
+        self.block = self.math = None
+        self.article = False
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self.VOID:
+            return
+        attrs = dict(attrs)
+        classes = set((attrs.get("class") or "").split())
+        role = None
+        if tag == "article":
+            self.article = True
+        elif not self.article:
+            pass
+        elif tag in self.SKIPPED or classes & self.SKIPPED_CLASSES or any(r == "skip" for _, r in self.open):
+            role = "skip"
+        elif tag == "section":
+            role = "section"
+            self.sections.append(attrs.get("id", ""))
+        elif "math" in classes and self.block is not None and self.math is None:
+            role, self.math = "math", []
+        elif tag in self.BLOCKS and self.block is None:
+            role, self.block = "block", []
+        self.open.append((tag, role))
+
+    def handle_endtag(self, tag):
+        if tag in self.VOID or not any(t == tag for t, _ in self.open):
+            return
+        while self.open:
+            name, role = self.open.pop()
+            if role == "section":
+                self.sections.pop()
+            elif role == "math":
+                tex = re.sub(r"^\\[(\[]|\\[)\]]$", "", "".join(self.math).strip())
+                self.block.append(plain_tex(tex))
+                self.math = None
+            elif role == "block":
+                self.found.append((self.sections[-1], " ".join("".join(self.block).split())))
+                self.block = None
+            if name == "article":
+                self.article = False
+            if name == tag:
+                return
+
+    def handle_data(self, data):
+        if self.open and self.open[-1][1] == "skip" or any(r == "skip" for _, r in self.open):
+            return
+        if self.math is not None:
+            self.math.append(data)
+        elif self.block is not None:
+            self.block.append(data)
+
+
 def search_text(page_html):
     """A page's text as the search snippets need it: its sections' ids and its sentences, each
-    with its section, formulas as plain text (√d_model), no code."""
-    from bs4 import BeautifulSoup
-
-    article = BeautifulSoup(page_html, "html.parser").select_one("article")
-    if article is None:
+    with its section, formulas as plain text (√d_model), no code; None for a page without an
+    article."""
+    if "<article" not in page_html:
         return None
-    for tag in article.select(".headerlink, script, style, pre, .course-buttons, button"):
-        tag.decompose()
-    for math in article.select(".math"):
-        math.string = plain_tex(re.sub(r"^\\[(\[]|\\[)\]]$", "", math.get_text().strip()))
+    reader = _ArticleText()
+    reader.feed(page_html)
     sections, sentences = [], []
-    for block in article.find_all(["h1", "h2", "h3", "h4", "p", "td", "th", "dt", "figcaption"]):
-        if block.find_parent(["p", "td", "th"]) or (block.name == "p" and block.find_parent(["td", "th"])):
-            continue
-        section = block.find_parent("section")
-        anchor = section.get("id", "") if section else ""
+    for anchor, text in reader.found:
         if anchor not in sections:
             sections.append(anchor)
-        text = " ".join(block.get_text().split())
         sentences += [[sections.index(anchor), sentence] for sentence in SENTENCE_END.split(text) if sentence]
     return sections, sentences
 
