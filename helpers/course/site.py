@@ -589,7 +589,7 @@ def icon_css(used_icons):
     wanted.update(STYLE_ICONS)
     shapes = font_awesome_shapes(set(wanted.values()))
     rules = ["/* The theme's icons, drawn from Font Awesome's shapes (Font Awesome Free: icons CC BY 4.0, "
-             "https://fontawesome.com/license/free); written by helpers/site.py. */",
+             "https://fontawesome.com/license/free); written by helpers/course/site.py. */",
              f"{', '.join(sorted(wanted))} {{ {ICON_STYLE} }}",
              # no element asks for the icon font (an empty icon's line still loads its font)
              ".fa, .fas, .fa-solid, .far, .fa-regular, .fab, .fa-brands { font-family: inherit !important; }",
