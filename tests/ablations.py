@@ -8,9 +8,11 @@ the results file that notebook 05 reads (not a pytest test).
 Each run trains one thread; --jobs (default 2) runs go at a time, in separate processes. A bar
 shows the runs done and a line is printed per finished run. The file (default
 helpers/tasks/data/ablations.json) holds the settings, the torch version and, per row and seed, the
-test exact match, the test perplexity and the seconds the run took, and the wall-clock seconds
-of the commands that made it. Runs already in the file for the same settings and torch version
-are kept unless run again (--fresh starts a new file).
+test exact match, the test perplexity, the typical size (RMS) of one number of the token signal and
+of the position table at the end of the run (``ablation.scales`` of the averaged model) and the
+seconds the run took, and the wall-clock seconds of the commands that made it. Runs already in
+the file for the same settings and torch version are kept unless run again (--fresh starts a new
+file).
 """
 
 import argparse
@@ -61,7 +63,9 @@ def main(argv=None):
             row, seed, result = future.result()
             runs.setdefault(row, {})[str(seed)] = {k: round(v, 6) for k, v in result.items()}
             bar.write(f"{row:<22} seed {seed}: exact match {result['exact_match']:.1%}, "
-                      f"perplexity {result['perplexity']:.4f}, {result['seconds']:.0f} s")
+                      f"perplexity {result['perplexity']:.4f}, RMS at the end: tokens "
+                      f"{result['token_rms']:.3f}, positions {result['pe_rms']:.3f}, "
+                      f"{result['seconds']:.0f} s")
     total = time.perf_counter() - start
     ordered = {row: dict(sorted(runs[row].items(), key=lambda kv: int(kv[0])))
                for row in ablation.ROWS if row in runs}

@@ -278,6 +278,17 @@ def test_results_file_holds_every_row_over_the_same_seeds_with_the_current_setti
             assert 0 <= run["exact_match"] <= 1 and 1 <= run["perplexity"] < 13 and run["seconds"] > 0
 
 
+def test_every_learned_row_records_its_scales_at_the_end(results):
+    """Notebook 05 prints them: how large each learned table and the token signal end."""
+    ends = ablation.scales_at_end(results)
+    learned = [row for row in ablation.ROWS if ablation.config(row)["positions"] in ablation.LEARNED]
+    assert list(ends) == learned
+    for row in learned:
+        assert all("pe_rms" in run and "token_rms" in run for run in results["runs"][row].values()), row
+        (lo, hi), (r_lo, r_hi) = ends[row]["pe_rms"], ends[row]["ratio"]
+        assert 0 < lo <= hi and 0 < r_lo <= r_hi
+
+
 def test_the_base_row_does_not_saturate(results):
     lo, hi = ablation.ranges(results)["base"]["exact_match"]
     assert hi < 0.99

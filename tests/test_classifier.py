@@ -161,3 +161,19 @@ def test_start_moves_the_tokens_along_the_position_table():
         assert not torch.allclose(model(ids, start=5), model(ids), atol=1e-3)
         with pytest.raises(IndexError):
             model(ids, start=117)                          # positions 117..120: the table has 120 rows
+
+
+def test_the_shipped_model_is_notebook_07s_run_and_keeps_the_padding_mask():
+    """Notebook 07's mask sections load it (helpers/tasks/checkpoints/ticket_classifier.pt)."""
+    from helpers.tasks.classifier import CHECKPOINT, load_classifier
+    from helpers.tasks.tickets import Vocab, labels, make_tickets, token_ids
+    train_rows, valid_rows = make_tickets(seed=0)
+    vocab = Vocab([row["text"] for row in train_rows])
+    model = load_classifier(len(vocab))
+    assert CHECKPOINT.stat().st_size < 600_000 and not model.training
+    assert 0.90 <= accuracy(model, token_ids(valid_rows, vocab), labels(valid_rows)) <= 0.97
+    short = next(row for row in valid_rows if row["style"] == "short")
+    longest = max(valid_rows, key=lambda row: len(vocab.encode(row["text"])))
+    alone, pair = token_ids([short], vocab), token_ids([short, longest], vocab)
+    with torch.no_grad():
+        assert torch.allclose(model(alone)[0], model(pair)[0], atol=1e-5)

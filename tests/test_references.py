@@ -9,6 +9,12 @@ position"', "§4 (The positions in the trained model)"), the heading must carry 
 few topics, named with a notebook in brackets ("the causal mask (notebook 04)"), must name the
 notebook that teaches them.
 
+A reference is best written short and linked: "[notebook 02, §7](02_layer_norm.ipynb#7-post-norm-...)",
+"[§5](#5-the-shuffle-test-on-a-real-ticket)". A link to a notebook's section must name a notebook
+that exists and the anchor its section's heading has on the website (myst_heading_anchors, GitHub's
+rule): the anchor carries the heading's title, so the link says which section it means and breaks
+when that section is renamed; and the "§M" of its text must be that section's number.
+
     python tests/test_references.py     # every broken reference of the course, one a line
 """
 
@@ -23,6 +29,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from helpers import course  # noqa: E402
+from helpers.course.site import myst_anchor  # noqa: E402
 
 STEMS = {stem[:2]: stem for stem, *_ in course.NOTEBOOKS}
 NUMBER = r"\d+(?:\.\d+)*"
@@ -46,6 +53,7 @@ TOPICS = {
 # Topics whose section a reference right before them must be ("notebook 03 (§9) built dropout").
 SECTION_TOPICS = ["dropout", "label smoothing", "warmup", "beam search", "kv cache", "gelu", "rmsnorm",
                   "pre-norm", "padding mask", "perplexity"]
+LINK = re.compile(r"\[(?P<text>[^\]\n]*)\]\((?P<file>\d\d_\w+\.ipynb)?#(?P<anchor>[^)\s]+)\)")
 TOPIC = re.compile(r"(?P<topic>" + "|".join(map(re.escape, TOPICS)) + r")e?s?[^()\n]{0,12}"
                    r"\((?:see |as in |from )?notebook (?P<nn>\d\d)\b", re.I)
 
@@ -67,18 +75,56 @@ def headings(stem):
     return found
 
 
+def anchors(stem):
+    """{anchor: section number or None} of every ## and ### heading of a solution notebook."""
+    nb = nbformat.read(ROOT / "solutions" / f"{stem}.ipynb", as_version=4)
+    found, current = {}, None
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for level, line in re.findall(r"^(#{2,3}) +(.+?)\s*$", cell.source, re.M):
+                numbered = re.match(r"(\d+)\. +", line)
+                if level == "##":
+                    current = numbered[1] if numbered else None
+                found.setdefault(myst_anchor(line), current if level == "##" else None)
+    return found
+
+
+def link_problems(stem, text, i, all_anchors):
+    """Every broken link to a section in one cell's text: [notebook NN, §M](NN_name.ipynb#anchor)."""
+    out = []
+    for m in LINK.finditer(text):
+        target = m["file"][:-len(".ipynb")] if m["file"] else stem
+        if target not in all_anchors:
+            out.append(f"{stem[:2]} cell {i}: {m.group(0)!r}: there is no notebook {m['file']}")
+            continue
+        if m["anchor"] not in all_anchors[target]:
+            out.append(f"{stem[:2]} cell {i}: {m.group(0)!r}: notebook {target[:2]} has no heading "
+                       f"with the anchor #{m['anchor']}")
+            continue
+        named = re.search(r"[Nn]otebook (\d\d)", m["text"])
+        if named and named[1] != target[:2]:
+            out.append(f"{stem[:2]} cell {i}: {m.group(0)!r}: the text names notebook {named[1]}, "
+                       f"the link {target[:2]}")
+        number = re.search(r"(?:§ ?|[Ss]ection )(\d+)\b", m["text"])
+        if number and all_anchors[target][m["anchor"]] != number[1]:
+            out.append(f"{stem[:2]} cell {i}: {m.group(0)!r}: #{m['anchor']} is not §{number[1]}'s heading")
+    return out
+
+
 def plain(text):
     return re.sub(r"[`*_\"“”]", "", text).strip().lower()
 
 
-def problems(stem, all_headings):
+def problems(stem, all_headings, all_anchors=None):
     """Every broken reference in one notebook's markdown, one line each."""
+    all_anchors = ALL_ANCHORS if all_anchors is None else all_anchors
     nb = nbformat.read(ROOT / "solutions" / f"{stem}.ipynb", as_version=4)
     out = []
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "markdown":
             continue
         text = cell.source
+        out += link_problems(stem, text, i, all_anchors)
         last_target, last_end = None, -1000
         for m in REFERENCE.finditer(text):
             numbers = [m["first"], *re.findall(r"\d+", m["more"] or "")]
@@ -127,6 +173,7 @@ def problems(stem, all_headings):
 
 
 ALL_HEADINGS = {stem[:2]: headings(stem) for stem in STEMS.values()}
+ALL_ANCHORS = {stem: anchors(stem) for stem in STEMS.values()}
 
 
 @pytest.mark.parametrize("stem", list(STEMS.values()))
@@ -147,7 +194,7 @@ def test_the_rules_catch_what_they_should():
     path = ROOT / "solutions" / "_references_test.ipynb"
     try:
         nbformat.write(nb, path)
-        found = problems("_references_test", {**fake, "_r": {}})
+        found = problems("_references_test", {**fake, "_r": {}}, ALL_ANCHORS)
     finally:
         path.unlink()
     assert any("no §10" in line for line in found)
@@ -159,6 +206,32 @@ def test_the_rules_catch_what_they_should():
     assert not any("4)" in line or "3.2.1" in line or "of the paper" in line for line in found)
     assert any("'its §9': notebook 07 has no §9" in line for line in found)   # its: the last one named
     assert len(found) == 6, found            # the last sentence: a line break, and "and §9" in 03
+
+
+def test_a_short_link_must_name_the_section_its_anchor_is():
+    stem = STEMS["02"]
+    seven = next(a for a, n in ALL_ANCHORS[stem].items() if n == "7")
+    right = f"[notebook 02, §7]({stem}.ipynb#{seven})"
+    assert not link_problems("05_x", right, 0, ALL_ANCHORS)
+    wrong = [f"[notebook 02, §6]({stem}.ipynb#{seven})",          # another section's number
+             f"[notebook 03, §7]({stem}.ipynb#{seven})",          # another notebook in the text
+             f"[notebook 02, §7]({stem}.ipynb#7-a-title-it-does-not-have)",
+             f"[notebook 02, §7](02_no_such_notebook.ipynb#{seven})",
+             f"[§7](#{seven})"]                                   # no such heading in its own notebook
+    found = [link_problems("05_x", text, 0, {**ALL_ANCHORS, "05_x": {}}) for text in wrong]
+    assert all(len(lines) == 1 for lines in found), found
+    # the references test reads the link text too: "notebook 02, §9" must exist
+    assert any("no §9" in line for line in problems_in("[notebook 02, §9](x)"))
+
+
+def problems_in(text):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(text)])
+    path = ROOT / "solutions" / "_references_test.ipynb"
+    try:
+        nbformat.write(nb, path)
+        return problems("_references_test", ALL_HEADINGS, ALL_ANCHORS)
+    finally:
+        path.unlink()
 
 
 if __name__ == "__main__":

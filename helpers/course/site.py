@@ -139,12 +139,12 @@ def figure_alts(cells):
 
 def typeset_plain_symbols(source):
     """In a paragraph that typesets $d_{\\text{model}}$, the plain d_model beside it typeset too
-    (outside code and formulas): one spelling per paragraph."""
+    (outside code, formulas and link targets): one spelling per paragraph."""
     def paragraph(text):
         if r"d_{\text{model}}" not in text:
             return text
-        parts = re.split(r"(`+[^`]*`+|\$\$.*?\$\$|\$[^$]+\$)", text, flags=re.S)
-        for i in range(0, len(parts), 2):  # the even parts are outside code and formulas
+        parts = re.split(r"(`+[^`]*`+|\$\$.*?\$\$|\$[^$]+\$|\]\([^)\s]*\))", text, flags=re.S)
+        for i in range(0, len(parts), 2):  # the even parts are outside code, formulas and links
             parts[i] = re.sub(r"√d_model\b", r"$\\sqrt{d_{\\text{model}}}$", parts[i])
             parts[i] = re.sub(r"(?<![\w\\])d_model\b", r"$d_{\\text{model}}$", parts[i])
         return "".join(parts)

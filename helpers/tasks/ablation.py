@@ -10,7 +10,7 @@ it on notebook 05's 500 test sequences: the exact match (greedy decoding) and th
 exp of the mean per-token cross-entropy on the test targets (teacher forcing, no smoothing).
 
 The maintainers' command ``python tests/ablations.py`` runs every row over several seeds and
-writes ``RESULTS``; ``load_results``, ``ranges``, ``table`` and ``plot`` read it.
+writes ``RESULTS``; ``load_results``, ``ranges``, ``scales_at_end``, ``table`` and ``plot`` read it.
 """
 
 import json
@@ -175,6 +175,19 @@ def ranges(results):
         out[row] = {key: (min(r[key] for r in runs), max(r[key] for r in runs))
                     for key in ("exact_match", "perplexity")}
         out[row]["seeds"] = len(runs)
+    return out
+
+
+def scales_at_end(results):
+    """{row: {"token_rms": (min, max), "pe_rms": (min, max), "ratio": (min, max)}} over the seeds,
+    for the rows whose runs recorded the averaged model's ``scales`` (the learned tables')."""
+    out = {}
+    for row, runs in results["runs"].items():
+        runs = [r for r in runs.values() if "pe_rms" in r]
+        if runs and config(row)["positions"] in LEARNED:
+            values = {"token_rms": [r["token_rms"] for r in runs], "pe_rms": [r["pe_rms"] for r in runs],
+                      "ratio": [r["token_rms"] / r["pe_rms"] for r in runs]}
+            out[row] = {key: (min(v), max(v)) for key, v in values.items()}
     return out
 
 

@@ -6,16 +6,26 @@ blocks (padding hidden by a key mask), a final LayerNorm, the mean over the real
 (padding excluded) and a linear layer to the five teams. Unlike the course's
 ``helpers.model.Transformer``: its own vocabulary, d_ff = 2·d_model, learned positions,
 pre-norm, and no ×√d_model on the embedding (both tables start with the same spread).
+
+The course ships notebook 07's run with SEED = 0 (``CHECKPOINT``, loaded by ``load_classifier``), so
+that the notebook's mask sections test the same trained weights whether or not the learner ran the
+optional training: ``python -m helpers.tasks.classifier --save-model`` trains and writes it again.
 """
+
+import argparse
+import pathlib
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
+from helpers import seed_all
 from helpers.attention import additive_mask, padding_mask
 from helpers.layers import EncoderLayer
-from helpers.tasks.tickets import MAX_TOKENS, PAD, TEAMS
+from helpers.tasks.tickets import MAX_TOKENS, PAD, TEAMS, Vocab, labels, make_tickets, token_ids
+
+CHECKPOINT = pathlib.Path(__file__).resolve().parent / "checkpoints" / "ticket_classifier.pt"
 
 
 def mean_of_real_tokens(h, ids):
@@ -120,3 +130,46 @@ def train(model, ids, y, valid=None, epochs=8, batch_size=16, lr=2e-3, seed=0, d
                 row["valid_accuracy"] = accuracy(model, *valid)
             history.append(row)
     return history
+
+
+# --- the shipped model: notebook 07's run with SEED = 0 ----------------------------------------
+
+def train_shipped(path=CHECKPOINT, seed=0):
+    """Notebook 07's training run, exactly (its tickets, one thread, seed_all(seed), 8 epochs), saved
+    as a state dict at path. Returns train's history (with the validation accuracy of each epoch)."""
+    torch.set_num_threads(1)
+    train_rows, valid_rows = make_tickets(seed=0)
+    vocab = Vocab([row["text"] for row in train_rows])
+    seed_all(seed)
+    model = TicketClassifier(len(vocab))
+    history = train(model, token_ids(train_rows, vocab), labels(train_rows),
+                    valid=(token_ids(valid_rows, vocab), labels(valid_rows)), epochs=8, seed=seed)
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), path)
+    return history
+
+
+def load_classifier(vocab, path=CHECKPOINT):
+    """The shipped ticket classifier (vocab: the vocabulary size, 894), in evaluation mode."""
+    model = TicketClassifier(vocab)
+    model.load_state_dict(torch.load(path, weights_only=True))
+    return model.eval()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Train notebook 07's ticket classifier (SEED = 0) and "
+                                     "save it: the model the notebook's mask sections load.")
+    parser.add_argument("--save-model", metavar="FILE", nargs="?", const=str(CHECKPOINT),
+                        help=f"where to write it (default: {CHECKPOINT.relative_to(CHECKPOINT.parents[3])})")
+    args = parser.parse_args(argv)
+    if args.save_model is None:
+        parser.error("nothing to do: pass --save-model")
+    history = train_shipped(args.save_model)
+    path = pathlib.Path(args.save_model)
+    print(f"validation accuracy after epoch 8: {history[-1]['valid_accuracy']:.3f}; "
+          f"wrote {path} ({path.stat().st_size:,} bytes)")
+
+
+if __name__ == "__main__":
+    main()
