@@ -34,6 +34,19 @@ def test_the_sweep_records_instead_of_raising(tmp_path, monkeypatch):
     assert [(r["what"], r["held"]) for r in rows] == [("loss", False), ("a statement", False)]
 
 
+def test_table_prints_every_claim_checked_once_with_its_last_value(capsys, monkeypatch):
+    monkeypatch.delenv(claims.RECORD, raising=False)
+    monkeypatch.setattr(claims, "CHECKED", {})
+    claims.expect("exact match", 0.75, 0.5, 1.0, "{:.1%}", show=False)
+    claims.expect_true("it writes d e b a c", True)
+    claims.expect("exact match", 0.8, 0.5, 1.0, "{:.1%}", show=False)       # its cell run again
+    claims.table()
+    assert capsys.readouterr().out.splitlines() == [
+        "claim                this run  our training runs, with a margin",
+        "exact match             80.0%  50.0% to 100.0%",
+        "it writes d e b a c       yes  yes in every run"]
+
+
 def test_sweep_table_counts_runs_that_held():
     from tests.seed_sweep import table
     row = {"what": "em", "low": 0.5, "high": 1.0, "fmt": "{:.2f}"}
