@@ -372,7 +372,8 @@ def check_micro_question(answer_1):
     right = Q1_TOKENS / (Q1_WORKERS * Q1_FITS)
     if close(value, right, 1e-9):
         return Passed("W · n_micro · 3,125 = 25,000 tokens a step: 2 workers × 4 micro-batches × 3,125. "
-                      "The paper's 8 GPUs needed no accumulation: 8 × 3,125 = 25,000.")
+                      "With 8 workers, as the paper had GPUs, none would be needed: 8 × 3,125 = 25,000 "
+                      "(the paper mentions no accumulation).")
     if close(value, Q1_TOKENS / Q1_FITS, 1e-9):
         return ("8 micro-batches on one worker would make 25,000 tokens; there are 2 workers, and each step "
                 "adds up the tokens of all of them: n_micro = 25,000 / (W · 3,125).")
