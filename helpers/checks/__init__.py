@@ -20,7 +20,10 @@ Conventions every checker follows (tested in ``tests/test_checks.py``):
   the function calls it, is it (assigned, ``my_f = f``), wraps it (``functools.partial``,
   a bound method, the module itself) or holds it (a default argument, a closure cell, a
   global name it reads). The functions of the check module itself (which build the right
-  answers) count as references too, except those the learner's function is handed.
+  answers) count as references too, except those the learner's function is handed. A reference
+  that is one of torch's own functions (``torch.*``, ``torch.nn.functional.*``,
+  ``torch._C._nn.*``) is also watched where every route reaches it, torch's function dispatch:
+  a module's forward, a functional form, a default argument or a partial all end there.
 """
 
 import contextlib
@@ -34,6 +37,7 @@ import types
 import warnings
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 PASSED = "Check passed."
 
@@ -50,36 +54,71 @@ class _ReferenceCalled(BaseException):
     """Raised by a blocked reference (a BaseException, so a learner's `except Exception` lets it by)."""
 
 
+def _op_name(owner, attr):
+    """The name torch's function dispatch gives owner.attr when it is one of torch's own functions
+    (an attribute of torch, torch.nn.functional, torch._C._nn, ...), else None."""
+    if isinstance(owner, types.ModuleType) and owner.__name__.split(".")[0] == "torch":
+        return attr
+    return None
+
+
+class _Watch(TorchFunctionMode):
+    """Within it, a call of one of torch's functions named in ops (name -> [(label, when)]) raises
+    _ReferenceCalled(label), whatever route reached it (a module's forward, the functional form,
+    torch._C, torch.ops.aten); when(name, args, kwargs), if given, says whether this call counts."""
+
+    def __init__(self, ops):
+        super().__init__()
+        self.ops = ops
+
+    def __torch_function__(self, func, types_, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "").split(".")[0]       # aten's conv1d.default: conv1d
+        for label, when in self.ops.get(name, ()):
+            if when is None or when(name, args, kwargs):
+                raise _ReferenceCalled(label)
+        return func(*args, **kwargs)
+
+
 @contextlib.contextmanager
 def blocked(targets, namespace=None):
     """Within the block, calling any of targets raises _ReferenceCalled(label).
 
-    targets: (owner, attribute, label) triples; owner is a module, a class or an object
-    (an nn.Module instance, say), label is how the learner would write it, e.g.
-    ``(torch.nn.CrossEntropyLoss, "forward", "nn.CrossEntropyLoss")``. Names in
-    namespace (a learner function's ``__globals__``) bound to a blocked object are
-    blocked too, so ``from m import f`` does not get around it.
+    targets: (owner, attribute, label) triples, or (owner, attribute, label, when) where
+    when(name, args, kwargs) says which calls count (e.g. only those with label_smoothing > 0);
+    owner is a module, a class or an object (an nn.Module instance, say), label is how the learner
+    would write it, e.g. ``(torch.nn.CrossEntropyLoss, "forward", "nn.CrossEntropyLoss")``. Names
+    in namespace (a learner function's ``__globals__``) bound to a blocked object are blocked too,
+    so ``from m import f`` does not get around it. One of torch's own functions is also watched in
+    torch's function dispatch (:class:`_Watch`), which every route to it reaches.
     """
-    undo = []
+    undo, ops = [], {}
 
-    def refuse(label):
+    def refuse(label, original, attr, when):
         def stub(*args, **kwargs):
-            raise _ReferenceCalled(label)
+            if when is None or when(attr, args, kwargs):
+                raise _ReferenceCalled(label)
+            return original(*args, **kwargs)
         return stub
 
     try:
-        for owner, attr, label in targets:
+        for owner, attr, label, *rest in targets:
+            when = rest[0] if rest else None
             original = getattr(owner, attr)
             own = getattr(owner, "__dict__", {})
             had = attr in own
             raw = own[attr] if had else original   # a staticmethod is restored as one
-            setattr(owner, attr, refuse(label))
+            setattr(owner, attr, refuse(label, original, attr, when))
             undo.append((owner, attr, raw, had))
             for name, value in list((namespace or {}).items()):
                 if value is original:
-                    namespace[name] = refuse(label)
+                    namespace[name] = refuse(label, original, attr, when)
                     undo.append((namespace, name, original, None))
-        yield
+            op = _op_name(owner, attr)
+            if op is not None:
+                ops.setdefault(op, []).append((label, when))
+        with _Watch(ops) if ops else contextlib.nullcontext():
+            yield
     finally:
         for owner, attr, original, had in reversed(undo):
             if had is None:
@@ -150,7 +189,9 @@ def _walk(obj, namespace):
 def _borrowed(fn, targets):
     """The label of the reference fn is, wraps or holds (see :func:`call`), else None."""
     wanted = {}
-    for owner, attr, label in targets:
+    for owner, attr, label, *when in targets:
+        if when:                  # only some calls count: watched when it runs (blocked), not held
+            continue
         value = getattr(owner, attr, None)
         if value is None:
             continue
@@ -233,16 +274,17 @@ def not_answered(x):
     return ops in ([("LOAD_CONST", None), ("RETURN_VALUE", None)], [("RETURN_CONST", None)])
 
 
-def _copy(a):
-    """A deep copy of tensors (also inside lists, tuples and dicts); anything else as it is."""
+def _copy(a, grad=False):
+    """A deep copy of tensors (also inside lists, tuples and dicts); anything else as it is. With
+    grad, a tensor that requires a gradient is copied as a new leaf that requires one."""
     if isinstance(a, torch.Tensor):
-        return a.detach().clone()
+        return a.detach().clone().requires_grad_(grad and a.requires_grad)
     if isinstance(a, (list, tuple)) and type(a) in (list, tuple):
-        return type(a)(_copy(v) for v in a)
+        return type(a)(_copy(v, grad) for v in a)
     if isinstance(a, tuple) and hasattr(a, "_fields"):       # a named tuple
-        return type(a)(*(_copy(v) for v in a))
+        return type(a)(*(_copy(v, grad) for v in a))
     if isinstance(a, dict):
-        return {k: _copy(v) for k, v in a.items()}
+        return {k: _copy(v, grad) for k, v in a.items()}
     return a
 
 
@@ -279,9 +321,9 @@ def call(fn, name, *args, no_grad=True, reference=(), instead="", **kwargs):
     if not callable(fn) or isinstance(fn, (bool, str, torch.Tensor, type)):
         raise Hint(f"Pass your function itself ({short}, without parentheses), "
                    f"not a {type(fn).__name__}.")
-    given = [_copy(a) for a in args]
+    given = [_copy(a, not no_grad) for a in args]
     kept = [_copy(a) for a in args]
-    given_kw = {k: _copy(v) for k, v in kwargs.items()}
+    given_kw = {k: _copy(v, not no_grad) for k, v in kwargs.items()}
     module = _check_module()
     if (getattr(fn, "__module__", None) == getattr(module, "__name__", None)
             and getattr(module, getattr(fn, "__name__", ""), None) is not fn):
