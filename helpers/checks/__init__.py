@@ -386,11 +386,16 @@ def number(x, name):
     return value
 
 
-def tensor(x, name, shape=None, tuple_hint=None):
-    """x as a float tensor (of the given shape), or raise Hint saying what is wrong.
+def _dtype_name(dtype):
+    return str(dtype).removeprefix("torch.")
+
+
+def tensor(x, name, shape=None, tuple_hint=None, dtype=None):
+    """x as a float64 tensor (of the given shape), or raise Hint saying what is wrong.
 
     tuple_hint: what to add when x is a tuple or list of tensors, where a likely cause is
-    known (e.g. nn.MultiheadAttention returns (output, weights)).
+    known (e.g. nn.MultiheadAttention returns (output, weights)). dtype: the inputs' dtype, which
+    x must keep (a float64 answer to float32 inputs is refused: a model would not compute in it).
     """
     if x is None or x is Ellipsis:
         raise Hint(f"Not answered yet: {name} is still the placeholder.")
@@ -401,12 +406,20 @@ def tensor(x, name, shape=None, tuple_hint=None):
         raise Hint(f"{name} should be a torch tensor, got {type(x).__name__}.")
     if x.is_complex() or x.dtype == torch.bool:
         raise Hint(f"{name} should hold real numbers, got dtype {x.dtype}.")
+    if dtype is not None and x.dtype != dtype:
+        raise Hint(f"{_sentence(name)} is {_dtype_name(x.dtype)}, the inputs are {_dtype_name(dtype)}: "
+                   "keep the inputs' dtype (no .double(), .half(), .long() or .to(...) on the way).")
     x = x.detach().to(torch.float64)
     if shape is not None and tuple(x.shape) != tuple(shape):
         raise Hint(f"{name} should have shape {tuple(shape)}, got {tuple(x.shape)}.")
     if torch.isnan(x).any():
         raise Hint(f"{name} contains NaN: look for a division by zero or 0/0.")
     return x
+
+
+def _sentence(text):
+    """text with a capital first letter (an ASCII one only: γ must stay γ)."""
+    return text[:1].upper() + text[1:] if text[:1].isascii() else text
 
 
 def shape(x, name):

@@ -17,14 +17,9 @@ from torch import nn
 
 import helpers.attention
 from helpers.layers import EncoderLayer
-from helpers.checks import Hint, Passed, call, checker, choice, close, number, shape, tensor
+from helpers.checks import Hint, Passed, _sentence, call, checker, choice, close, number, shape, tensor
 
 D_MODEL, H, D_FF, N = 64, 4, 256, 7
-
-
-def _sentence(text):
-    """text with a capital first letter (an ASCII one only: γ must stay γ)."""
-    return text[:1].upper() + text[1:] if text[:1].isascii() else text
 
 
 # --- Errors that have a usual cause: one line saying what to write instead --------------------
@@ -238,7 +233,7 @@ def _heads_output(out, name, expected, given, sizes, shape_hints):
         raise Hint(f"{name} returned a {type(out).__name__}: return one tensor of shape "
                    f"{tuple(expected.shape)}.")
     _full_precision(out, f"The output of {name}")
-    out = tensor(out, f"the output of {name}")
+    out = tensor(out, f"the output of {name}", dtype=given.dtype)
     got = tuple(out.shape)
     if got != tuple(expected.shape):
         for wrong_shape, hint in shape_hints.items():
@@ -437,7 +432,7 @@ def _sa_output(out, args, expected):
             raise Hint("my_self_attention returned a tuple: return the output alone, one tensor "
                        f"of shape (b, n, d_model) = {tuple(expected.shape)}.")
     _full_precision(out, "The output of my_self_attention")
-    out = tensor(out, "the output of my_self_attention")
+    out = tensor(out, "the output of my_self_attention", dtype=x.dtype)
     got = tuple(out.shape)
     if got == (b, h, n, d_model // h):
         raise Hint(f"You returned the heads, (b, h, n, d_k) = {got}: join them back to "
@@ -577,23 +572,32 @@ def _check_shape(answer, name, expected, hints):
                "step by step with batch = 2, n = 7, h = 4, d_k = 16, d_ff = 256.")
 
 
-@checker
-def check_shapes(weights_shape=None, hidden_shape=None, memory_shape=None):
-    """The shapes for a batch of 2 sources of 7 letters in the tiny model (64, h 4, d_ff 256)."""
-    _check_shape(weights_shape, "the attention weights", (B, H, N, N), WEIGHT_HINTS)
-    _check_shape(hidden_shape, "the FFN's hidden layer", (B, N, D_FF), HIDDEN_HINTS)
-    _check_shape(memory_shape, "the memory", (B, N, D_MODEL), MEMORY_HINTS)
+def _layer_shapes():
+    """The shapes PyTorch's layer gives for a batch of B sources of N tokens: its attention weights
+    per head, its FFN's hidden layer and its output (the memory). The answers are measured, not
+    written down."""
     L, x = _test_layer(False, 2017, B, N)
     with torch.no_grad():
         weights = L.self_attn(x, x, x, average_attn_weights=False)[1]
         hidden = F.relu(L.linear1(x))
-        measured = [tuple(t.shape) for t in (weights, hidden, L(x))]
-    if measured != [(B, H, N, N), (B, N, D_FF), (B, N, D_MODEL)]:
-        raise Hint(f"PyTorch's layer gave other shapes: {measured}.")
-    return Passed(f"PyTorch's layer run on 2 sources of 7 tokens gives {measured[0]}, "
-                  f"{measured[1]} and {measured[2]}: the weights grow with the square of the "
-                  "length (7 × 7 per head and per source), the hidden tensor and the memory with "
-                  "the length only (7 rows per source).")
+        return [tuple(t.shape) for t in (weights, hidden, L(x))]
+
+
+_SHAPES_WHY = ("PyTorch's layer run on 2 sources of 7 tokens gives {0}, {1} and {2}: the weights grow with "
+               "the square of the length (7 × 7 per head and per source), the hidden tensor and the memory "
+               "with the length only (7 rows per source).")
+
+
+@checker
+def check_shapes(weights_shape=None, hidden_shape=None, memory_shape=None):
+    """The shapes for a batch of 2 sources of 7 letters in the tiny model (64, h 4, d_ff 256)."""
+    measured = _layer_shapes()
+    for answer, name, right, hints in zip(
+            (weights_shape, hidden_shape, memory_shape),
+            ("the attention weights", "the FFN's hidden layer", "the memory"),
+            measured, (WEIGHT_HINTS, HIDDEN_HINTS, MEMORY_HINTS), strict=True):
+        _check_shape(answer, name, right, hints)
+    return Passed(_SHAPES_WHY.format(*measured))
 
 
 # --- The test layers of the feed-forward and pre-norm checks ---------------------------------
@@ -649,7 +653,7 @@ def _layer_output(fn, name, x, L, errors, reference, instead, tuple_hint):
                    + (f": {tuple_hint}." if tuple_hint and out and isinstance(out[0], torch.Tensor)
                       else "."))
     _full_precision(out, f"The output of {name}")
-    out = tensor(out, f"the output of {name}", tuple_hint=tuple_hint)
+    out = tensor(out, f"the output of {name}", tuple_hint=tuple_hint, dtype=x.dtype)
     b, n, d_model = x.shape
     d_ff = L.linear1.out_features
     if tuple(out.shape) != tuple(x.shape):
@@ -727,6 +731,23 @@ def _ffn_mistakes(x, L, expected):
     ]
 
 
+# A kernel-size-1 convolution loaded with the layer's weights is the FFN itself (section 5 shows it):
+# nn.Conv1d and F.conv1d both end in torch's conv1d, which call() watches in torch's dispatch.
+CONVOLUTION = ("nn.Conv1d / F.conv1d (a convolution of kernel size 1 with the layer's weights, "
+               "section 5's form)")
+
+# A product of mismatched sizes says which weight was not transposed: (tokens x d_model) @ W_1 as
+# stored, (d_ff, d_model), or (tokens x d_ff) @ W_2 as stored, (d_model, d_ff).
+FFN_ERRORS = [
+    (re.compile(rf"shapes cannot be multiplied \(\d+x{D_FF} and"),
+     "PyTorch stores a linear layer's weight as (out, in): W_2 is L.linear2.weight.T, (d_ff, d_model), "
+     "so multiply the hidden layer by the transpose."),
+    ("shapes cannot be multiplied",
+     "PyTorch stores a linear layer's weight as (out, in): W_1 is L.linear1.weight.T, "
+     "so multiply by the transpose."),
+]
+
+
 @checker
 def check_ffn(ffn=None):
     """ffn(x, L) = max(0, x W1 + b1) W2 + b2 with the weights of L.linear1 and L.linear2."""
@@ -734,14 +755,13 @@ def check_ffn(ffn=None):
         ffn, "ffn", False, lambda x, L: L.linear2(F.relu(L.linear1(x))), _ffn_mistakes,
         "Your FFN differs from PyTorch's: compute relu(x @ L.linear1.weight.T + L.linear1.bias) "
         "@ L.linear2.weight.T + L.linear2.bias.",
-        errors=RELU_ERRORS + [(
-            "shapes cannot be multiplied",
-            "PyTorch stores a linear layer's weight as (out, in): W_1 is L.linear1.weight.T, "
-            "so multiply by the transpose.")],
+        errors=RELU_ERRORS + FFN_ERRORS,
         reference=lambda L: [(L.linear1, "forward", "L.linear1(...)"),
                              (L.linear2, "forward", "L.linear2(...)"),
                              (nn.Linear, "forward", "an nn.Linear layer"),
                              (F, "linear", "F.linear"),
+                             (F, "conv1d", CONVOLUTION), (F, "conv2d", CONVOLUTION),
+                             (torch, "convolution", CONVOLUTION), (torch, "_convolution", CONVOLUTION),
                              (nn.TransformerEncoderLayer, "_ff_block", PRIVATE_SUBLAYERS),
                              (EncoderLayer, "ffn", "helpers.layers.EncoderLayer.ffn")],
         instead="write the products yourself, x @ L.linear1.weight.T + L.linear1.bias, and the "
@@ -909,8 +929,8 @@ PATH_HINTS = {   # a wrong number of layers -> the idea it misses
         "to token 101 there are 100 positions to cross (section 3)",
     25: "a kernel of width 5 centred on its position reads 2 positions on each side, not 4 behind: "
         "each layer reaches 2 positions further (section 3)",
-    20: "n / w is Table 1's order of growth, not the count: each layer reaches (w − 1) / 2 = 2 "
-        "positions further, and there are n − 1 = 100 positions to cross",
+    20: "n / w is the rough order of growth section 3 gives for plain kernels, not the count: each "
+        "layer reaches (w − 1) / 2 = 2 positions further, and there are n − 1 = 100 positions to cross",
     51: "count the positions to cross, n − 1 = 100 (from token 1 to token 101), not the tokens",
     3: "that is for dilated kernels, whose gaps grow 5-fold from layer to layer; a plain kernel "
        "reaches the same 2 positions further in every layer",
