@@ -154,8 +154,8 @@ def test_choices_question(answer, printed, capsys):
 
 # --- Issue 29: no answer in what `?` shows ----------------------------------------------------
 
-ANSWERS_IN_DOCSTRINGS = ["(768, 64)", "50 layers", "2,457,600", "0.243", "(3, 4, 6, 5)", '("a")', '("b")',
-                         '"a"', '{"a", "b"}', "(100, 512)", "5.0625", "−1.069", "0.909", "−0.416",
+ANSWERS_IN_DOCSTRINGS = ["(768, 64)", "50 layers", "2,457,600", "4,915,200", "0.243", "(3, 4, 6, 5)", '("a")',
+                         '("b")', '"a"', '{"a", "b"}', "(100, 512)", "5.0625", "−1.069", "0.909", "−0.416",
                          "(2, 120)", "only γ and β", "returns β", "still holds more parameters",
                          "but not its FFN output", "turns each pair by ω·k", "the token drowns"]
 
@@ -169,7 +169,7 @@ def test_no_checker_docstring_holds_an_answer(check):
 def test_the_named_answers_are_not_literals_in_their_checkers():
     from helpers.checks import decoding, encoder
     for fn, answer in ((encoder.check_path_length, "== 50"),
-                       (decoding.check_cache_bytes, "2,457,600")):
+                       (decoding.check_cache_bytes, "4,915,200")):
         assert answer not in inspect.getsource(fn.__wrapped__), fn.__name__
 
 
