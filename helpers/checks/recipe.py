@@ -659,9 +659,9 @@ _FLOOR_QUESTION = (
         "dropout": "Dropout adds a little in training (the training loss ends just above 0.537), but "
                    "with dropout off the top probability still stays near 0.9077, far from 0.99 "
                    "(sections 7 and 9): the target itself asks for 0.9077 (section 4).",
-        "learning rate": "A high rate makes the weights jitter around a solution (why averaging helps, "
-                         "section 6), but the loss curve sits flat on the 0.537 floor that label "
-                         "smoothing sets (sections 4 and 6).",
+        "learning rate": "The rate is still high at the end of the run (its log, section 6), but the "
+                         "loss curve sits flat on the 0.537 floor that label smoothing sets (sections 4 "
+                         "and 6): no rate brings a model below it.",
     },
 )
 
