@@ -469,6 +469,22 @@ def choice(x, name, right, why, wrong):
     return Passed(why) if picked == right else wrong[picked]
 
 
+def _split_options(text, options):
+    """A comma-separated answer as its items; an option that holds a comma itself ("ninety thousand,
+    nine hundred and nine") stays whole: the longest run of parts that makes an option is one item."""
+    parts = [part for part in text.replace(";", ",").split(",") if part.strip()]
+    known = {" ".join(o.lower().split()) for o in options}
+    items, i = [], 0
+    while i < len(parts):
+        for j in range(len(parts), i, -1):
+            joined = ",".join(parts[i:j])
+            if " ".join(joined.strip().strip("'\"").lower().split()) in known or j == i + 1:
+                items.append(joined)
+                i = j
+                break
+    return items
+
+
 def choices(x, name, options, right, why, hints):
     """A 'which of these' question: x is a set (or list, or comma-separated string) of options.
 
@@ -479,7 +495,7 @@ def choices(x, name, options, right, why, hints):
     if x is None or x is Ellipsis:
         raise Hint(f"Not answered yet: set {name} to the set of the options you pick among {listed}.")
     if isinstance(x, str):
-        x = [part for part in x.replace(";", ",").split(",") if part.strip()]
+        x = _split_options(x, options)
     if not isinstance(x, (set, frozenset, list, tuple)):
         raise Hint(f"{name} should be a set of options, written like {{'...', '...'}}, "
                    f"got {type(x).__name__}.")
