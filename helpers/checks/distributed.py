@@ -491,14 +491,17 @@ _WORKER_WHY = ("In {worlds} worker processes, after {steps} steps, every copy is
 Q1_TOKENS, Q1_WORKERS, Q1_FITS = 25_000, 2, 3_125
 
 
+_MICRO_WHY = ("W · n_micro · 3,125 = 25,000 tokens a step: 2 workers × 4 micro-batches × 3,125. The paper's "
+              "8 GPUs needed no accumulation: 8 × 3,125 = 25,000.")
+
+
 @checker
 def check_micro_question(answer_1):
-    """n_micro = 25,000 / (2 · 3,125) = 4."""
+    """Question 1: the micro-batches each of 2 workers accumulates to reach the paper's step."""
     value = number(answer_1, "answer_1")
     right = Q1_TOKENS / (Q1_WORKERS * Q1_FITS)
     if close(value, right, 1e-9):
-        return Passed("W · n_micro · 3,125 = 25,000 tokens a step: 2 workers × 4 micro-batches × 3,125. "
-                      "The paper's 8 GPUs needed no accumulation: 8 × 3,125 = 25,000.")
+        return Passed(_MICRO_WHY)
     if close(value, Q1_TOKENS / Q1_FITS, 1e-9):
         return ("8 micro-batches on one worker would make 25,000 tokens; there are 2 workers, and each step "
                 "adds up the tokens of all of them: n_micro = 25,000 / (W · 3,125).")
@@ -541,15 +544,18 @@ Q3_PARAMETERS, Q3_WORKERS = 63_082_496, 16
 Q3_RIGHT = 2 * (Q3_WORKERS - 1) * 4 * Q3_PARAMETERS // Q3_WORKERS
 
 
+_RING_WHY = ("2 · (16 − 1)/16 · 252,329,984 bytes: a little under twice the gradient, hardly more than the "
+             "1.75 times of 8 workers; the ring's cost per worker barely grows with W.")
+
+
 @checker
 def check_ring_question(answer_3):
-    """Bytes one of 16 workers sends per step in a ring all-reduce of the base model's float32
-    gradients: 2 · 15/16 · 4 · 63,082,496 = 473,118,720."""
+    """Question 3: the bytes one of 16 workers sends per step in a ring all-reduce of the base model's
+    float32 gradients."""
     value = number(answer_3, "answer_3")
     full = 4 * Q3_PARAMETERS
     if close(value, Q3_RIGHT, 0.5):
-        return Passed("2 · (16 − 1)/16 · 252,329,984 bytes: a little under twice the gradient, hardly more "
-                      "than the 1.75 times of 8 workers; the ring's cost per worker barely grows with W.")
+        return Passed(_RING_WHY)
     mistakes = [
         (full, "That is the gradient itself (4 bytes × 63,082,496): in a ring all-reduce each worker "
                "sends 2 · (W − 1)/W of it, the reduce-scatter half then the all-gather half."),
