@@ -17,12 +17,13 @@ WRONG = [None, ..., [], [1.0, 2.0], "0.5", True, float("nan"), math.inf, {"a": 1
 
 
 def all_checkers():
+    """Every checker of every check module, those of a check package's modules too (encoder.ffn)."""
     found = []
-    for info in pkgutil.iter_modules(helpers.checks.__path__):
-        module = importlib.import_module(f"helpers.checks.{info.name}")
+    for info in pkgutil.walk_packages(helpers.checks.__path__, "helpers.checks."):
+        module = importlib.import_module(info.name)
         for name, fn in vars(module).items():
             if callable(fn) and hasattr(fn, "__wrapped__") and fn.__module__ == module.__name__:
-                found.append(pytest.param(fn, id=f"{info.name}.{name}"))
+                found.append(pytest.param(fn, id=f"{info.name.removeprefix('helpers.checks.')}.{name}"))
     return found
 
 
@@ -168,8 +169,9 @@ def test_no_checker_docstring_holds_an_answer(check):
 
 
 def test_the_named_answers_are_not_literals_in_their_checkers():
-    from helpers.checks import decoding, encoder
-    for fn, answer in ((encoder.check_path_length, "== 50"),
+    from helpers.checks import decoding
+    from helpers.checks.encoder import questions
+    for fn, answer in ((questions.check_path_length, "== 50"),
                        (decoding.check_cache_bytes, "4,915,200")):
         assert answer not in inspect.getsource(fn.__wrapped__), fn.__name__
 
@@ -213,8 +215,10 @@ def value_checkers():
 
     import helpers.checks
     found = []
-    for path in sorted(pathlib.Path(helpers.checks.__file__).parent.rglob("*.py")):
+    root = pathlib.Path(helpers.checks.__file__).parent
+    for path in sorted(root.rglob("*.py")):
         source = path.read_text()
+        dotted = ".".join(path.relative_to(root).with_suffix("").parts)     # encoder.questions
         for fn in ast.parse(source).body:
             if not isinstance(fn, ast.FunctionDef) or not any(
                     getattr(d, "id", None) == "checker" for d in fn.decorator_list):
@@ -222,7 +226,7 @@ def value_checkers():
             names = [a.arg for a in fn.args.args]
             if any(n in FUNCTION_ARGUMENTS or n.startswith("my_") for n in names):
                 continue
-            found.append((path.stem, fn.name, fn, ast.get_source_segment(source, fn)))
+            found.append((dotted, fn.name, fn, ast.get_source_segment(source, fn)))
     return found
 
 
@@ -245,8 +249,8 @@ RIGHT_ANSWERS = {
     "counting.check_width_factor": [4], "counting.check_gpu_share": [0.243],
     "masks.check_padding_question": [(2, 120)], "decoding.check_penalised_scores": [1, -0.521],
     "decoding.check_cache_bytes": [4_915_200],
-    "encoder.check_shapes": [(2, 4, 7, 7), (2, 7, 256), (2, 7, 64)],
-    "encoder.check_path_length": [50], "distributed.check_micro_question": [4],
+    "encoder.shapes.check_shapes": [(2, 4, 7, 7), (2, 7, 256), (2, 7, 64)],
+    "encoder.questions.check_path_length": [50], "distributed.check_micro_question": [4],
     "distributed.check_ring_question": [473_118_720], "translation.check_early_stop_bleu": [89.48],
     "translation.check_short_bleu": [0], "cross_attention.check_cross_weights_shape": [(3, 4, 6, 5)],
     "norms.check_shortcut_factor": [5.0625],
@@ -275,7 +279,7 @@ def test_no_value_checker_writes_its_answer_in_its_own_source():
     found = []
     for key, answers in RIGHT_ANSWERS.items():
         fn, source = checkers[key]
-        module = vars(importlib.import_module(f"helpers.checks.{key.split('.')[0]}"))
+        module = vars(importlib.import_module(f"helpers.checks.{key.rsplit('.', 1)[0]}"))
         # the names that hold the learner's answer: the parameters, and what is computed from them
         params = {a.arg for a in fn.args.args}
         held = set(params)

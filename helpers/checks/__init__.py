@@ -213,7 +213,8 @@ def _borrowed(fn, targets):
 
 
 def _check_module():
-    """The helpers.checks module whose code called call(), or None (a test calling it)."""
+    """The helpers.checks module whose code called call(), or None (a test calling it). A module of a
+    check package (helpers.checks.encoder.ffn) stands for its package: see :func:`_own_functions`."""
     frame = inspect.currentframe()
     while frame is not None:
         name = frame.f_globals.get("__name__", "")
@@ -233,9 +234,12 @@ def _own_functions(module, handed):
         if isinstance(arg, torch.nn.Module):
             for item in vars(type(arg)).values():
                 given.update(id(x) for x in _walk(item, getattr(item, "__globals__", None)))
-    return [(module, name, f"{module.__name__}.{name}, the check's own computation")
-            for name, value in vars(module).items()
-            if isinstance(value, types.FunctionType) and value.__module__ == module.__name__
+    package = ".".join(module.__name__.split(".")[:3])   # helpers.checks.encoder for .encoder.ffn
+    modules = [m for name, m in list(sys.modules.items())
+               if m is not None and (name == package or name.startswith(package + "."))]
+    return [(m, name, f"{m.__name__}.{name}, the check's own computation")
+            for m in modules for name, value in vars(m).items()
+            if isinstance(value, types.FunctionType) and value.__module__ == m.__name__
             and id(value) not in given]
 
 
