@@ -26,6 +26,7 @@ import marshal
 import multiprocessing
 import os
 import pathlib
+import re
 import sys
 import tempfile
 import time
@@ -209,16 +210,22 @@ class _Shipped:
                 pickle.dumps(value)
                 self.env[name] = ("value", value)
 
-    def __call__(self, *args, **kwargs):
-        env = {"__builtins__": __builtins__}
+    def function(self):
+        """The function itself, rebuilt in this process (its globals: the names it was shipped with)."""
+        env = {"__builtins__": __builtins__, "__name__": "__main__"}
         for name, (kind, value) in self.env.items():
             env[name] = importlib.import_module(value) if kind == "module" else value
-        fn = types.FunctionType(marshal.loads(self.code), env, self.name, self.defaults)
-        return fn(*args, **kwargs)
+        return types.FunctionType(marshal.loads(self.code), env, self.name, self.defaults)
+
+    def __call__(self, *args, **kwargs):
+        return self.function()(*args, **kwargs)
 
 
 def _portable(fn, method):
-    if method == "fork" or getattr(fn, "__module__", None) not in ("__main__", None):
+    """fn as it can travel to a worker: a function defined in a notebook (__main__) goes by value to a
+    spawned process, which could not find it by name; anything else as it is."""
+    if method == "fork" or not isinstance(fn, types.FunctionType) or \
+            getattr(fn, "__module__", None) not in ("__main__", None):
         return fn
     return _Shipped(fn)
 
@@ -241,6 +248,7 @@ def _worker(rank, world_size, folder, target, args, root):
         os.dup2(log.fileno(), fd)                        # announces each connection on stdout)
     sys.stdout = sys.stderr = log
     torch.set_num_threads(1)
+    args = tuple(a.function() if isinstance(a, _Shipped) else a for a in args)   # a notebook's function
     result = {}
     try:
         dist.init_process_group("gloo", init_method=(out / "group").as_uri(), rank=rank,
@@ -268,6 +276,7 @@ def launch(target, world_size=2, *args, timeout=TIMEOUT, method=None):
     processes are ended in every case (a KeyboardInterrupt too)."""
     method = method or start_method()
     target = _portable(target, method)
+    args = tuple(_portable(a, method) for a in args)     # a function handed to the target travels too
     with tempfile.TemporaryDirectory(prefix="workers-") as folder:
         context = None
         env = os.environ.get("PYTHONPATH")
@@ -311,6 +320,18 @@ def launch(target, world_size=2, *args, timeout=TIMEOUT, method=None):
 
 # Printed on stdout by the Gloo of some torch versions (2.10) when a worker connects; not the script's.
 GLOO_NOTICE = "[Gloo] Rank "
+# The notice's pieces: it may reach a pipe in several writes, with whole lines of the script (of this
+# worker or another) landing between them, so each piece may be followed by such lines.
+_NOTICE_PIECES = (r"\[Gloo\] Rank ", r"\d+", r" is connected to ", r"\d+",
+                  r" peer ranks\. Expected number of connected peer ranks is : ", r"\d+", r"\n?")
+_NOTICE = re.compile("".join(f"{piece}((?:[^\n]*\n)*?)" for piece in _NOTICE_PIECES[:-1])
+                     + _NOTICE_PIECES[-1])
+
+
+def without_gloo_notice(text):
+    """text without Gloo's connection notice, wherever its pieces landed: the lines that landed between
+    them are kept, in their order."""
+    return _NOTICE.sub(lambda m: "".join(m.groups()), text)
 
 
 def torchrun(script, nproc=2, timeout=120.0):
@@ -332,8 +353,8 @@ def torchrun(script, nproc=2, timeout=120.0):
             os.killpg(child.pid, signal.SIGKILL)
         child.communicate()
         raise
-    out = "".join(line for line in out.splitlines(keepends=True) if not line.startswith(GLOO_NOTICE))
-    return subprocess.CompletedProcess(command, child.returncode, out, err)
+    return subprocess.CompletedProcess(command, child.returncode, without_gloo_notice(out),
+                                       without_gloo_notice(err))
 
 
 

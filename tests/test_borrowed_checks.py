@@ -229,11 +229,15 @@ def test_09_the_check_modules_own_answers_are_refused(capsys):
 
 def test_own_functions_of_other_check_modules_are_refused(capsys):
     ns = notebook("from helpers.checks.decoding import _reference\n"
-                  "from helpers.checks import encoder\n"
+                  "from helpers.checks.encoder import heads, self_attention\n"
                   "def my_beam_step(log_p, lengths, finished, next_log_probs, alpha):\n"
                   "    return _reference(log_p, lengths, finished, next_log_probs, alpha)\n"
-                  "def my_split_heads(t, h):\n    return encoder._split(t, h, 'right')\n"
-                  "def my_merge_heads(t):\n    return encoder._merge(t, 'right')\n")
+                  "def my_split_heads(t, h):\n    return heads._split(t, h, 'right')\n"
+                  "def my_merge_heads(t):\n    return heads._merge(t, 'right')\n"
+                  "def my_split_2(t, h):\n    return self_attention._self_attention(t, *[None] * 4, h)\n")
     refused(capsys, check_beam_step, ns["my_beam_step"], name="helpers.checks.decoding._reference")
     refused(capsys, check_split_merge, ns["my_split_heads"], ns["my_merge_heads"],
-            name="helpers.checks.encoder._split")
+            name="helpers.checks.encoder.heads._split")
+    # a function of another module of the same check package counts too
+    refused(capsys, check_split_merge, ns["my_split_2"], ns["my_merge_heads"],
+            name="helpers.checks.encoder.self_attention._self_attention")

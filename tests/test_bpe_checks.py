@@ -265,3 +265,70 @@ def test_odd_functions_and_answers_survive(capsys):
         assert_survives(capsys, check_learn_merges, odd)
     assert printed(capsys, check_learn_merges, None).startswith("Not answered yet:")
     assert "raised KeyError" in printed(capsys, check_learn_merges, raises)
+
+
+# --- Issue 39: a merge right to left, and d2l's str.replace merge, each named --------------------
+
+def merging_right_to_left(texts, n_merges):
+    """Right but for the merge, which scans each word from its end."""
+    vocab = Counter()
+    for t in texts:
+        for w in t.split():
+            vocab[tuple(w[:-1]) + (w[-1] + END,)] += 1
+    merges = []
+    for _ in range(n_merges):
+        pairs = Counter()
+        for symbols, n in vocab.items():
+            for i in range(len(symbols) - 1):
+                pairs[symbols[i], symbols[i + 1]] += n
+        if not pairs:
+            break
+        best = max(pairs, key=lambda p: (pairs[p], p))
+        if pairs[best] < 2:
+            break
+        merges.append(best)
+        new = Counter()
+        for symbols, n in vocab.items():
+            out, i = [], len(symbols) - 1
+            while i >= 0:
+                if i > 0 and (symbols[i - 1], symbols[i]) == best:
+                    out.insert(0, symbols[i - 1] + symbols[i])
+                    i -= 2
+                else:
+                    out.insert(0, symbols[i])
+                    i -= 1
+            new[tuple(out)] += n
+        vocab = new
+    return merges
+
+
+def merging_with_str_replace(texts, n_merges):
+    """d2l's loop: words as space-separated symbols, a merge as str.replace on that string."""
+    vocab = Counter()
+    for t in texts:
+        for w in t.split():
+            vocab[" ".join(w[:-1]) + (" " if len(w) > 1 else "") + w[-1] + END] += 1
+    merges = []
+    for _ in range(n_merges):
+        pairs = Counter()
+        for word, n in vocab.items():
+            symbols = word.split()
+            for i in range(len(symbols) - 1):
+                pairs[symbols[i], symbols[i + 1]] += n
+        if not pairs:
+            break
+        best = max(pairs, key=lambda p: (pairs[p], p))
+        if pairs[best] < 2:
+            break
+        merges.append(best)
+        vocab = Counter({word.replace(" ".join(best), "".join(best)): n for word, n in vocab.items()})
+    return merges
+
+
+@pytest.mark.parametrize("wrong, words", [
+    (merging_right_to_left, "You merge from right to left"),
+    (merging_with_str_replace, "replaces text, not symbols"),
+])
+def test_issue_39_each_merge_mistake_gets_its_own_hint(wrong, words, capsys):
+    line = printed(capsys, check_learn_merges, wrong)
+    assert words in line, line

@@ -360,21 +360,24 @@ def test_questions(capsys):
     assert printed(capsys, check_confident_greedy, "a").startswith(PASSED)
     assert "returns the one with the best score" in printed(capsys, check_confident_greedy, "b")
     assert "220 tokens" in printed(capsys, check_confident_greedy, "c")
-    assert printed(capsys, check_cache_bytes, 2_457_600).startswith(PASSED)
+    assert printed(capsys, check_cache_bytes, 4_915_200).startswith(PASSED)
 
 
 def test_check_cache_bytes_names_each_slip_and_only_its_own(capsys):
-    """Each slip of question 3 computed on its own; each gets its hint and no other slip's."""
-    N, h, d_k, n, b = 6, 8, 64, 100, 4
+    """Each slip of question 4 (the big model: 16 heads) computed on its own; each gets its hint and no
+    other slip's."""
+    N, h, d_k, n, b = 6, 16, 64, 100, 4
     slips = {
         "numbers, not bytes": (2 * N * h * d_k * n, "number of numbers"),
         "keys only": (N * h * d_k * n * b, "keys without the values"),
         "float16": (2 * N * h * d_k * n * 2, "2 bytes per number"),
+        "the base model's 8 heads": (2 * N * 8 * d_k * n * b, "the base model's 8 heads"),
         "encoder layers too": (2 * (N + N) * h * d_k * n * b, "encoder's 6 layers"),
         "float64": (2 * N * h * d_k * n * 8, "float64"),
-        "one head": (2 * N * d_k * n * b, "one head instead of 8"),
-        "heads twice": (2 * N * 512 * h * n * b, "8 heads counted twice"),
+        "one head": (2 * N * d_k * n * b, "one head instead of 16"),
+        "heads twice": (2 * N * 1024 * h * n * b, "16 heads counted twice"),
         "bits": (2 * N * h * d_k * n * b * 8, "bits instead of bytes"),
+        "bits to bytes": (2 * N * h * d_k * n * b / 8, "turn bits into bytes"),
         "101 positions": (2 * N * h * d_k * (n + 1) * b, "counts 101 positions"),
         "99 positions": (2 * N * h * d_k * (n - 1) * b, "counts 99 positions"),
         "KiB": (2 * N * h * d_k * n * b / 1024, "kibibytes"),
@@ -389,8 +392,8 @@ def test_check_cache_bytes_names_each_slip_and_only_its_own(capsys):
                   if w in lines[name] and lines[name] != lines[other]]
         assert not others, (name, others)
     assert "rounded" not in lines["101 positions"] and "exact" not in lines["101 positions"]
-    assert "exact number" in printed(capsys, check_cache_bytes, 2_460_000)      # rounded: told so
-    assert "overflowed float16" in printed(capsys, check_cache_bytes, torch.tensor(2_457_600.0).half())
+    assert "exact number" in printed(capsys, check_cache_bytes, 4_920_000)      # rounded: told so
+    assert "overflowed float16" in printed(capsys, check_cache_bytes, torch.tensor(4_915_200.0).half())
 
 
 def test_check_penalised_scores_by_hand_to_two_decimals_and_other_containers(capsys):
@@ -404,10 +407,10 @@ def test_check_penalised_scores_by_hand_to_two_decimals_and_other_containers(cap
 
 
 def test_check_cache_bytes_names_both_readings_of_half_the_bytes(capsys):
-    half = printed(capsys, check_cache_bytes, 2 * 6 * 100 * 512 * 2)     # float16, or no factor 2
-    assert "factor 2" in half and "2 bytes" in half, half
-    assert "kilobytes" in printed(capsys, check_cache_bytes, 2457.6)
-    assert "exact" in printed(capsys, check_cache_bytes, 2_500_000)
+    half = printed(capsys, check_cache_bytes, 2 * 6 * 100 * 1024 * 2)     # float16, or no factor 2
+    assert "factor 2" in half and "2 bytes" in half and "8 heads" in half, half
+    assert "kilobytes" in printed(capsys, check_cache_bytes, 4915.2)
+    assert "exact" in printed(capsys, check_cache_bytes, 5_000_000)
 
 
 def test_check_beam_step_ranking_probabilities_is_not_called_unpenalised(capsys):
@@ -706,7 +709,7 @@ def test_fuzz_penalised_scores(capsys):
 
 
 @pytest.mark.parametrize("check, right", [(check_beam_one, "a"), (check_temperature_zero, "a"),
-                                          (check_confident_greedy, "a"), (check_cache_bytes, 2_457_600.0)])
+                                          (check_confident_greedy, "a"), (check_cache_bytes, 4_915_200.0)])
 def test_fuzz_questions(capsys, check, right):
     odd = [("A", "A"), ("spaces", "  a "), ("quoted", "'a'"), ("d", "d"), ("set", {"a"}), ("list", ["a"]),
            ("True", True), ("int", 3), ("bytes", b"a"), ("dict", {"a": 1})]
@@ -813,3 +816,49 @@ def test_check_temperature_zero(capsys):
     assert printed(capsys, check_temperature_zero, None).startswith("Not answered yet")
     for _, wrong in [*wrong_tensors(torch.tensor(1.0)), ("e", "e"), ("number", 0)]:
         assert_survives(capsys, check_temperature_zero, wrong)
+
+
+# --- Issue 39: the inputs' types and dtypes, the order of the returned tensors, Your turn 1's answer
+
+def beam_step_in(convert):
+    def step(log_p, lengths, finished, next_log_probs, alpha):
+        return tuple(convert(t) for t in beam_step(log_p, lengths, finished, next_log_probs, alpha))
+    return step
+
+
+@pytest.mark.parametrize("convert, words", [
+    (lambda t: t.numpy(), "got numpy.ndarray"),
+    (lambda t: t.tolist(), "got list"),
+    (lambda t: t.double() if t.is_floating_point() else t, "new_log_p is float64"),
+    (lambda t: t.float(), "beam holds whole numbers as float32"),
+], ids=["numpy", "lists", "float64 log P", "float indices"])
+def test_check_beam_step_wants_torch_tensors_of_the_inputs_dtype(convert, words, capsys):
+    step = beam_step_in(convert)
+    namespace = {"beam_step": beam_step, "convert": convert}
+    exec("def mine(*args):\n    return step(*args)\n", {**namespace, "step": step}, namespace)
+    line = printed(capsys, check_beam_step, namespace["mine"])
+    assert words in line and not line.startswith(PASSED), line
+
+
+def test_check_cached_attention_refuses_a_float64_output(capsys):
+    def in_float64(q_new, k_new, v_new, k_cache, v_cache):
+        out, k, v = cached_by_matmul(q_new.double(), k_new.double(), v_new.double(), k_cache.double(),
+                                     v_cache.double())
+        return out, k.float(), v.float()
+    line = printed(capsys, check_cached_attention, in_float64)
+    assert "Out is float64, the inputs are float32" in line, line
+
+
+@pytest.mark.parametrize("order", [(1, 2, 0), (2, 1, 0), (1, 0, 2)])
+def test_check_cached_attention_names_the_order_of_the_three_tensors(order, capsys):
+    def reordered(*args):
+        three = cached_by_matmul(*args)
+        return tuple(three[i] for i in order)
+    line = printed(capsys, check_cached_attention, reordered)
+    assert "in another order" in line and "return (out, k_cache, v_cache)" in line, line
+
+
+def test_check_penalised_scores_keeps_best_out_of_its_source():
+    import inspect
+    source = inspect.getsource(check_penalised_scores.__wrapped__)
+    assert "pick == 2" not in source and "pick == 3" not in source and "0.521" not in source

@@ -218,3 +218,28 @@ def test_leftover_workers_finds_its_own_live_worker_only():
         child.kill()
         child.join(5)
     assert distributed.leftover_workers() == []
+
+
+# --- Issue 39: Gloo's connection notice (torch 2.10 prints it on stdout) leaves torchrun's output -------
+
+NOTICE = "[Gloo] Rank {r} is connected to 1 peer ranks. Expected number of connected peer ranks is : 1\n"
+SCRIPT_OUTPUT = ("rank 0 of 2, LOCAL_RANK 0\nrank 1 of 2, LOCAL_RANK 1\n"
+                 "the workers' weights are identical: True\n")
+
+
+@pytest.mark.parametrize("stdout", [
+    NOTICE.format(r=0) + NOTICE.format(r=1) + SCRIPT_OUTPUT,                       # whole lines, first
+    SCRIPT_OUTPUT[:26] + NOTICE.format(r=1) + SCRIPT_OUTPUT[26:],                  # between two lines
+    # in pieces: the notice's first words, then the script's line, then the rest (seen on Kaggle's torch)
+    "[Gloo] Rank " + SCRIPT_OUTPUT[:26] + NOTICE.format(r=0)[len("[Gloo] Rank "):] + SCRIPT_OUTPUT[26:],
+    "[Gloo] Rank 1 is connected to " + SCRIPT_OUTPUT[:52] + "1 peer ranks. Expected number of connected "
+    "peer ranks is : 1\n" + SCRIPT_OUTPUT[52:],
+    SCRIPT_OUTPUT[:26] + NOTICE.format(r=0)[:-1] + SCRIPT_OUTPUT[26:],              # without its newline
+], ids=["lines first", "between lines", "split by a line", "split by two lines", "no newline"])
+def test_torchrun_output_drops_the_gloo_notice_wherever_it_lands(stdout):
+    assert distributed.without_gloo_notice(stdout) == SCRIPT_OUTPUT
+
+
+def test_the_gloo_filter_keeps_everything_else():
+    text = "[Gloo] Rank is a word here\nrank 0 is connected to 1 peer\n" + SCRIPT_OUTPUT
+    assert distributed.without_gloo_notice(text) == text

@@ -415,3 +415,219 @@ def test_ring_question_survives(value, capsys):
 @pytest.mark.parametrize("value", ODD + ["stay", "identical, stays", "STAYS!"])
 def test_seeds_question_survives(value, capsys):
     assert_survives(capsys, check_seeds_question, value)
+
+
+# --- Issue 39: check_accumulation's other mistakes, each with its own hint ---------------------------
+
+def integer_division(model, optimizer, micro_batches):
+    optimizer.zero_grad()
+    total = sum(n_tokens(b[2]) for b in micro_batches)
+    for batch in micro_batches:
+        (token_loss(model, *batch) * (n_tokens(batch[2]) // total)).backward()
+    optimizer.step()
+    return 1.0
+
+
+def backward_after_the_loop(model, optimizer, micro_batches):
+    optimizer.zero_grad()
+    total = sum(n_tokens(b[2]) for b in micro_batches)
+    for batch in micro_batches:
+        loss = token_loss(model, *batch) * n_tokens(batch[2]) / total
+    loss.backward()
+    optimizer.step()
+    return 1.0
+
+
+def by_positions(model, optimizer, micro_batches):
+    optimizer.zero_grad()
+    total = sum(b[2].numel() for b in micro_batches)
+    for batch in micro_batches:
+        (token_loss(model, *batch) * batch[2].numel() / total).backward()
+    optimizer.step()
+    return 1.0
+
+
+def scaled_twice(model, optimizer, micro_batches):
+    optimizer.zero_grad()
+    total = sum(n_tokens(b[2]) for b in micro_batches)
+    for batch in micro_batches:
+        loss = token_loss(model, *batch) * n_tokens(batch[2]) / total
+        (loss / len(micro_batches)).backward()
+    optimizer.step()
+    return 1.0
+
+
+def summed_never_divided(model, optimizer, micro_batches):
+    optimizer.zero_grad()
+    for src, tgt_in, tgt_out in micro_batches:
+        logits = model(src, tgt_in)
+        torch.nn.functional.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=0,
+                                          reduction="sum").backward()
+    optimizer.step()
+    return 1.0
+
+
+@pytest.mark.parametrize("fn, words", [
+    (integer_division, "integer division"),
+    (backward_after_the_loop, "loss.backward() ran once, after the loop"),
+    (by_positions, "by its positions, padding included"),
+    (scaled_twice, "Each loss is scaled twice"),
+    (summed_never_divided, "sums over the tokens (reduction=\"sum\"), never divided"),
+])
+def test_accumulation_names_the_other_mistakes(fn, words, capsys):
+    line = printed(capsys, check_accumulation, fn)
+    assert words in line, line
+
+
+# --- Issue 39: check_worker, references inside the worker, hard-coded runs, the order of events ---
+
+def worker_calling(reduce_step):
+    """A worker that follows the exercise but averages with reduce_step(model, rank, world_size)."""
+    def worker(rank, world_size, steps):
+        torch.manual_seed(SEED)
+        model = new_model()
+        optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+        for step in range(steps):
+            optimizer.zero_grad()
+            shard_loss(model, step, rank, world_size).backward()
+            reduce_step(model, rank, world_size)
+            optimizer.step()
+        return model
+    return worker
+
+
+def course_average(model, rank, world_size):
+    distributed.average_gradients(model, world_size)
+
+
+def reduce_then_broadcast(model, rank, world_size):
+    for p in model.parameters():
+        dist.reduce(p.grad, dst=0)
+        if rank == 0:
+            p.grad /= world_size
+        dist.broadcast(p.grad, src=0)
+
+
+def all_gather_then_mean(model, rank, world_size):
+    for p in model.parameters():
+        gathered = [torch.zeros_like(p.grad) for _ in range(world_size)]
+        dist.all_gather(gathered, p.grad)
+        p.grad = torch.stack(gathered).mean(0)
+
+
+def loads_the_reference_weights(rank, world_size, steps):
+    from helpers.tasks.workers import train_worker
+    torch.manual_seed(SEED)
+    model = new_model()
+    model.load_state_dict(train_worker(rank, world_size, steps, "by hand")["final"])
+    return model
+
+
+def ddp_wrapped(rank, world_size, steps):
+    torch.manual_seed(SEED)
+    model = new_model()
+    net = torch.nn.parallel.DistributedDataParallel(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    for step in range(steps):
+        optimizer.zero_grad()
+        shard_loss(net, step, rank, world_size).backward()
+        optimizer.step()
+    return model
+
+
+def three_steps_always(rank, world_size, steps):
+    return right_worker(rank, world_size, 3)
+
+
+def divides_by_two(model, rank, world_size):
+    for p in model.parameters():
+        dist.all_reduce(p.grad)
+        p.grad /= 2
+
+
+def step_before_reduce(rank, world_size, steps):
+    torch.manual_seed(SEED)
+    model = new_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    for step in range(steps):
+        optimizer.zero_grad()
+        shard_loss(model, step, rank, world_size).backward()
+        optimizer.step()
+        for p in model.parameters():
+            dist.all_reduce(p.grad)
+            p.grad /= world_size
+    return model
+
+
+def rank_0_shard_everywhere(rank, world_size, steps):
+    torch.manual_seed(SEED)
+    model = new_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    for step in range(steps):
+        optimizer.zero_grad()
+        shard_loss(model, step, 0, world_size).backward()
+        for p in model.parameters():
+            dist.all_reduce(p.grad)
+            p.grad /= world_size
+        optimizer.step()
+    return model
+
+
+@pytest.mark.parametrize("fn", [worker_calling(reduce_then_broadcast), worker_calling(all_gather_then_mean)],
+                         ids=["reduce then broadcast", "all_gather then mean"])
+def test_worker_accepts_the_other_right_collectives(fn, capsys):
+    line = printed(capsys, check_worker, fn)
+    assert line.startswith(PASSED), line
+    assert distributed.leftover_workers() == []
+
+
+ISSUE_39_WORKER_CASES = [
+    (worker_calling(course_average), "calls helpers.distributed.average_gradients, the very reference"),
+    (loads_the_reference_weights, "calls helpers.tasks.workers.train_worker, the very reference"),
+    (ddp_wrapped, "calls DistributedDataParallel (it averages the gradients itself), the very reference"),
+    (three_steps_always, "Asked for steps = 4"),
+    (worker_calling(divides_by_two), "you divided by 2, not by world_size"),
+    (step_before_reduce, "You called optimizer.step() before the all-reduce"),
+    (rank_0_shard_everywhere, "Every worker computed its loss on worker 0's shard"),
+]
+
+
+@pytest.mark.parametrize("fn, words", ISSUE_39_WORKER_CASES, ids=[w for _, w in ISSUE_39_WORKER_CASES])
+def test_worker_names_each_issue_39_mistake(fn, words, capsys):
+    line = printed(capsys, check_worker, fn)
+    assert words in line, line
+    assert distributed.leftover_workers() == []
+
+
+SPAWNED = '''
+import torch
+import torch.distributed as dist
+from helpers.tasks.workers import LR, SEED, new_model, shard_loss
+
+def my_worker(rank, world_size, steps):
+    torch.manual_seed(SEED)
+    model = new_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    for step in range(steps):
+        optimizer.zero_grad()
+        shard_loss(model, step, rank, world_size).backward()
+        for p in model.parameters():
+            dist.all_reduce(p.grad)
+            p.grad /= DIVISOR
+        optimizer.step()
+    return model
+'''
+
+
+@pytest.mark.parametrize("divisor, words", [("world_size", PASSED),
+                                            ("world_size ** 2", "divided by world_size")])
+def test_worker_check_under_spawn_on_a_function_defined_in_main(divisor, words, capsys, monkeypatch):
+    """Windows and macOS spawn their workers: the learner's function, defined in the notebook (__main__),
+    travels by value, as the launcher's target does; a right one passes and a wrong one is named."""
+    monkeypatch.setattr(distributed, "start_method", lambda: "spawn")
+    namespace = {"__name__": "__main__"}
+    exec(SPAWNED.replace("DIVISOR", divisor), namespace)
+    assert namespace["my_worker"].__module__ == "__main__"
+    line = printed(capsys, check_worker, namespace["my_worker"])
+    assert words in line, line
+    assert distributed.leftover_workers() == []

@@ -4,6 +4,7 @@ Every wrong answer here is written the way a learner would write it, independent
 checker's own code for that mistake.
 """
 
+import inspect
 import math
 
 import pytest
@@ -942,7 +943,7 @@ def test_check_split_merge_survives_perturbed_answers(capsys):
     (100, "one position per layer"),
     (99, "not 1, and from token 1"),
     (25, "not 4 behind"),
-    (20, "Table 1's order of growth"),
+    (20, "the rough order of growth"),
     (51, "not the tokens"),
     (3, "dilated kernels"),
     (1, "self-attention"),
@@ -1078,3 +1079,53 @@ def test_issue_29_a_right_ffn_on_any_width_passes(capsys):
         "...f,df->...d", torch.relu(torch.einsum("...d,fd->...f", x, L.linear1.weight) + L.linear1.bias),
         L.linear2.weight) + L.linear2.bias, capsys=capsys)
     assert passed, line
+
+
+# --- Issue 39: another route to the reference, the inputs' dtype, the W_2 hint -----------------
+
+def ffn_as_conv1d(x, L):
+    """Section 5's form: a convolution of kernel size 1 loaded with the layer's weights."""
+    conv1 = nn.Conv1d(L.linear1.in_features, L.linear1.out_features, 1)
+    conv2 = nn.Conv1d(L.linear2.in_features, L.linear2.out_features, 1)
+    with torch.no_grad():
+        conv1.weight.copy_(L.linear1.weight[..., None])
+        conv1.bias.copy_(L.linear1.bias)
+        conv2.weight.copy_(L.linear2.weight[..., None])
+        conv2.bias.copy_(L.linear2.bias)
+    return conv2(torch.relu(conv1(x.transpose(1, 2)))).transpose(1, 2)
+
+
+def ffn_as_functional_conv(x, L):
+    h = torch.nn.functional.conv1d(x.transpose(1, 2), L.linear1.weight[..., None], L.linear1.bias)
+    return torch.conv1d(torch.relu(h), L.linear2.weight[..., None], L.linear2.bias).transpose(1, 2)
+
+
+@pytest.mark.parametrize("fn", [ffn_as_conv1d, ffn_as_functional_conv], ids=["nn.Conv1d", "F.conv1d"])
+def test_ffn_as_a_convolution_with_the_layer_s_weights_is_refused(fn, capsys):
+    line = printed(capsys, check_ffn, fn)
+    assert "the very reference" in line and "Conv1d" in line, line
+
+
+def test_ffn_with_an_untransposed_w2_is_told_about_w2(capsys):
+    def untransposed_w2(x, L):
+        return torch.relu(x @ L.linear1.weight.T + L.linear1.bias) @ L.linear2.weight + L.linear2.bias
+    line = printed(capsys, check_ffn, untransposed_w2)
+    assert "W_2 is L.linear2.weight.T" in line and "W_1" not in line, line
+
+
+@pytest.mark.parametrize("check, fn, args", [
+    (check_split_merge, lambda t, h: split(t, h).double(), ("merge",)),
+    (check_split_merge, lambda t: merge(t).double(), ("split",)),
+    (check_self_attention, lambda *a: right(*a).double(), ()),
+    (check_ffn, lambda x, L: right_ffn(x, L).double(), ()),
+    (check_pre_norm, lambda x, L: pre_norm(x, L).double(), ()),
+], ids=["split", "merge", "self_attention", "ffn", "pre_norm"])
+def test_float64_outputs_of_float32_inputs_are_refused(check, fn, args, capsys):
+    answer = {"merge": (fn, merge), "split": (split, fn)}.get(args[0] if args else None, (fn,))
+    line = printed(capsys, check, *answer)
+    assert "is float64, the inputs are float32" in line, line
+
+
+def test_the_shapes_answer_is_not_in_the_checker_s_source():
+    source = inspect.getsource(check_shapes.__wrapped__)
+    assert "(B, H, N, N)" not in source and "(B, N, D_FF)" not in source and "grow with" not in source

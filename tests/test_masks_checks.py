@@ -688,3 +688,44 @@ def test_issue_29_the_large_negative_note_names_the_value_given(capsys):
     assert line.startswith("Check passed.") and "e^(-10000)" in line and "1e9" not in line, line
     _, line = said(check_decoder_mask, with_value(-1e9), capsys=capsys)
     assert "e^(-1e+09)" in line, line
+
+
+# --- Issue 39: a loose tolerance on the alone-vs-padded test; the permutation is rho -----------------
+
+def alone_with_tolerance(atol):
+    def alone_vs_padded(net, ids, width):
+        net.eval()
+        padded = torch.full((1, width), PAD)
+        padded[:, :ids.shape[1]] = ids
+        with torch.no_grad():
+            return torch.allclose(net(ids), net(padded), atol=atol)
+    return alone_vs_padded
+
+
+@pytest.mark.parametrize("atol", [1e-2, 0.1, 0.5, 1.0, 3.0])
+def test_alone_vs_padded_with_a_loose_tolerance_is_told_so(atol, capsys):
+    """A model whose padding moves two scores by 0.001 fails atol 0.1 and 0.5 (they passed before), and a
+    model whose padding moves only its lowest score by 5 tells atol=3 from a winning-team comparison."""
+    line = printed(capsys, check_alone_vs_padded, alone_with_tolerance(atol))
+    assert line.startswith("Your tolerance is too loose"), (atol, line)
+
+
+def test_alone_vs_padded_winning_team_hint_still_fires(capsys):
+    assert "compares only the winning team" in printed(capsys, check_alone_vs_padded, alone_team_only)
+
+
+def test_shuffle_hints_write_the_argument_rho(capsys):
+    def unshuffled_outputs(f, x, rho):
+        return torch.allclose(f(x[:, rho]), f(x), atol=1e-5)
+
+    def batch_axis(f, x, rho):
+        return torch.allclose(f(x[rho]), f(x)[rho], atol=1e-5)
+    for fn in (unshuffled_outputs, batch_axis):
+        line = printed(capsys, check_shuffle_test, fn)
+        assert "x[:, rho]" in line and "pi" not in line, line
+
+
+def test_padding_question_shape_is_not_in_the_checker_s_source():
+    import inspect
+    from helpers.checks.masks import check_padding_question
+    assert "(2, 120)" not in inspect.getsource(check_padding_question.__wrapped__)

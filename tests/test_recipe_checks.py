@@ -169,7 +169,51 @@ PYTORCH = (lambda e, n: 1 - e + e / n, lambda e, n: e / n)
 def test_smoothed_loss_passes_two_right_answers(capsys):
     assert printed(capsys, check_smoothed_loss, loss_by_target).startswith(PASSED)
     assert printed(capsys, check_smoothed_loss, loss_by_parts).startswith(PASSED)
-    assert printed(capsys, check_smoothed_loss, lambda *a: float(loss_by_target(*a))).startswith(PASSED)
+
+
+@pytest.mark.parametrize("fn, words", [
+    (lambda *a: float(loss_by_target(*a)), "your loss is a float, not a torch tensor"),
+    (lambda *a: loss_by_target(*a).item(), "your loss is a float, not a torch tensor"),
+    (lambda *a: loss_by_target(*a).detach(), "no graph back to the logits"),
+    (lambda *a: torch.tensor(float(loss_by_target(*a))), "no graph back to the logits"),
+    (lambda logits, *a: loss_by_target(logits.double(), *a), "your loss is float64"),
+])
+def test_smoothed_loss_must_be_a_tensor_with_a_graph_of_the_logits_dtype(fn, words, capsys):
+    """Issue 39, class 3: a right value that training cannot use (a Python float, a detached tensor,
+    float64) is refused."""
+    line = printed(capsys, check_smoothed_loss, fn)
+    assert words in line, line
+
+
+SMOOTHING_ROUTES = {
+    "default argument": "def f(logits, target, eps_ls, pad, ce=F.cross_entropy):\n"
+                        "    return ce(logits, target, ignore_index=pad, label_smoothing=eps_ls)\n",
+    "closure": "def make():\n    ce = F.cross_entropy\n    def f(logits, target, eps_ls, pad):\n"
+               "        return ce(logits, target, ignore_index=pad, label_smoothing=eps_ls)\n"
+               "    return f\nf = make()\n",
+    "partial bound to a global": "smoothed = functools.partial(F.cross_entropy, label_smoothing=0.1)\n"
+                                 "def f(logits, target, eps_ls, pad):\n"
+                                 "    return smoothed(logits, target, ignore_index=pad)\n",
+    "a module held in a default": "def f(logits, target, eps_ls, pad, m=nn.CrossEntropyLoss):\n"
+                                  "    return m(label_smoothing=eps_ls, ignore_index=pad)(logits, target)\n",
+    "torch's C function": "def f(logits, target, eps_ls, pad):\n    c = torch._C._nn\n"
+                          "    return c.cross_entropy_loss(logits, target, None, 1, pad, eps_ls)\n",
+    "aten": "def f(logits, target, eps_ls, pad):\n"
+            "    return torch.ops.aten.cross_entropy_loss(logits, target, None, 1, pad, eps_ls)\n",
+}
+
+
+@pytest.mark.parametrize("route", SMOOTHING_ROUTES)
+def test_smoothed_loss_reached_by_any_route_is_refused(route, capsys):
+    """Issue 39, class 1: the watch is on torch's dispatch of cross_entropy and its C function, which
+    every route reaches (the old check rebound the name F.cross_entropy only)."""
+    namespace = {}
+    exec("import functools, torch\nimport torch.nn.functional as F\nfrom torch import nn\n"
+         + SMOOTHING_ROUTES[route], namespace)
+    line = printed(capsys, check_smoothed_loss, namespace["f"])
+    assert "the very reference" in line, line
+    assert F.cross_entropy.__name__ == "cross_entropy"
+    assert torch._C._nn.cross_entropy_loss.__name__ == "cross_entropy_loss"    # given back
 
 
 def test_smoothed_loss_by_parts_with_the_plain_cross_entropy_is_an_answer(capsys):

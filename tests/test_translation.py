@@ -545,3 +545,79 @@ def test_the_shipped_model_loads_and_keeps_its_claims():
     values = torch.tensor([p.number for p in test])
     assert right[values < numbers.BELOW].float().mean() >= 0.99
     assert right[values >= numbers.BELOW].float().mean() <= 0.01
+
+
+# --- Issue 39: each of BLEU's other usual mistakes gets its own hint; Q1's rounding; Q3's comma --------
+
+def other_bleu(kind):
+    """BLEU written plainly with one of the mistakes the check used to call only "check the counts"."""
+    def score(hyps, refs):
+        if kind == "joined":
+            hyps, refs = [[t for h in hyps for t in h]], [[t for r in refs for t in r]]
+        matches, totals, per_sentence = [0] * 4, [0] * 4, [[] for _ in range(4)]
+        for h, r in zip(hyps, refs, strict=True):
+            for n in range(1, 5):
+                hc, rc = ngram_counts(h, n), ngram_counts(r, n)
+                if kind == "set":
+                    m = len(set(hc) & set(rc))
+                else:
+                    m = sum(min(k, rc[g]) for g, k in hc.items())
+                matches[n - 1] += m
+                t = {"distinct totals": len(hc), "len - n": max(len(h) - n, 0)}.get(kind, sum(hc.values()))
+                totals[n - 1] += t
+                if t:
+                    per_sentence[n - 1].append(m / t)
+        if kind == "macro":
+            p = [sum(ps) / len(ps) if ps else 0.0 for ps in per_sentence]
+        else:
+            p = [m / t if t else 0.0 for m, t in zip(matches, totals, strict=True)]
+        c, r = sum(map(len, hyps)), sum(map(len, refs))
+        if kind == "bp always":
+            bp = math.exp(1 - r / c) if c else 0.0
+        elif kind == "bp ratio":
+            bp = 1.0 if c > r else c / r
+        else:
+            bp = 1.0 if c > r else (math.exp(1 - r / c) if c else 0.0)
+        if kind == "skip zeros":
+            logs = [math.log(x) for x in p if x > 0]
+            return 100 * bp * math.exp(sum(logs) / len(logs)) if logs else 0.0
+        if min(p) == 0:
+            return 0.0
+        if kind == "product":
+            return 100 * bp * p[0] * p[1] * p[2] * p[3]
+        if kind == "log10":
+            return 100 * bp * math.exp(sum(math.log10(x) for x in p) / 4)
+        value = 100 * bp * math.exp(sum(math.log(x) for x in p) / 4)
+        return round(value, 2) if kind == "rounded" else value
+    return score
+
+
+@pytest.mark.parametrize("kind, words", [
+    ("product", "multiplied the four precisions"),
+    ("log10", "logarithm and your exponential do not match"),
+    ("skip zeros", "left out the precisions of 0"),
+    ("set", "each distinct n-gram once"),
+    ("distinct totals", "totals count the distinct n-grams"),
+    ("len - n", "one short per sentence"),
+    ("macro", "averaged each sentence's precision"),
+    ("joined", "joined the sentences into one long sequence"),
+    ("bp always", "rewards long hypotheses"),
+    ("bp ratio", "ratio of the lengths, c / r"),
+    ("rounded", "Your BLEU is rounded"),
+])
+def test_bleu_check_names_the_other_mistakes(kind, words, capsys):
+    line = printed(capsys, check_bleu, other_bleu(kind))
+    assert words in line, line
+
+
+@pytest.mark.parametrize("value", [89.5, 89.49, 89.47])
+def test_early_stop_question_names_a_rounding(value, capsys):
+    assert "Right but for the rounding" in printed(capsys, check_early_stop_bleu, value)
+
+
+def test_below_inputs_question_keeps_an_option_with_a_comma_whole(capsys):
+    assert printed(capsys, check_below_inputs,
+                   "eighty-one thousand, ninety thousand, nine hundred and nine").startswith(PASSED)
+    assert "90,909 is below 100,000" in printed(capsys, check_below_inputs, "eighty-one thousand")
+    assert "eighty-one thousand\" is below" in printed(capsys, check_below_inputs,
+                                                       "ninety thousand, nine hundred and nine")

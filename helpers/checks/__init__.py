@@ -20,7 +20,10 @@ Conventions every checker follows (tested in ``tests/test_checks.py``):
   the function calls it, is it (assigned, ``my_f = f``), wraps it (``functools.partial``,
   a bound method, the module itself) or holds it (a default argument, a closure cell, a
   global name it reads). The functions of the check module itself (which build the right
-  answers) count as references too, except those the learner's function is handed.
+  answers) count as references too, except those the learner's function is handed. A reference
+  that is one of torch's own functions (``torch.*``, ``torch.nn.functional.*``,
+  ``torch._C._nn.*``) is also watched where every route reaches it, torch's function dispatch:
+  a module's forward, a functional form, a default argument or a partial all end there.
 """
 
 import contextlib
@@ -34,6 +37,7 @@ import types
 import warnings
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 PASSED = "Check passed."
 
@@ -50,36 +54,71 @@ class _ReferenceCalled(BaseException):
     """Raised by a blocked reference (a BaseException, so a learner's `except Exception` lets it by)."""
 
 
+def _op_name(owner, attr):
+    """The name torch's function dispatch gives owner.attr when it is one of torch's own functions
+    (an attribute of torch, torch.nn.functional, torch._C._nn, ...), else None."""
+    if isinstance(owner, types.ModuleType) and owner.__name__.split(".")[0] == "torch":
+        return attr
+    return None
+
+
+class _Watch(TorchFunctionMode):
+    """Within it, a call of one of torch's functions named in ops (name -> [(label, when)]) raises
+    _ReferenceCalled(label), whatever route reached it (a module's forward, the functional form,
+    torch._C, torch.ops.aten); when(name, args, kwargs), if given, says whether this call counts."""
+
+    def __init__(self, ops):
+        super().__init__()
+        self.ops = ops
+
+    def __torch_function__(self, func, types_, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "").split(".")[0]       # aten's conv1d.default: conv1d
+        for label, when in self.ops.get(name, ()):
+            if when is None or when(name, args, kwargs):
+                raise _ReferenceCalled(label)
+        return func(*args, **kwargs)
+
+
 @contextlib.contextmanager
 def blocked(targets, namespace=None):
     """Within the block, calling any of targets raises _ReferenceCalled(label).
 
-    targets: (owner, attribute, label) triples; owner is a module, a class or an object
-    (an nn.Module instance, say), label is how the learner would write it, e.g.
-    ``(torch.nn.CrossEntropyLoss, "forward", "nn.CrossEntropyLoss")``. Names in
-    namespace (a learner function's ``__globals__``) bound to a blocked object are
-    blocked too, so ``from m import f`` does not get around it.
+    targets: (owner, attribute, label) triples, or (owner, attribute, label, when) where
+    when(name, args, kwargs) says which calls count (e.g. only those with label_smoothing > 0);
+    owner is a module, a class or an object (an nn.Module instance, say), label is how the learner
+    would write it, e.g. ``(torch.nn.CrossEntropyLoss, "forward", "nn.CrossEntropyLoss")``. Names
+    in namespace (a learner function's ``__globals__``) bound to a blocked object are blocked too,
+    so ``from m import f`` does not get around it. One of torch's own functions is also watched in
+    torch's function dispatch (:class:`_Watch`), which every route to it reaches.
     """
-    undo = []
+    undo, ops = [], {}
 
-    def refuse(label):
+    def refuse(label, original, attr, when):
         def stub(*args, **kwargs):
-            raise _ReferenceCalled(label)
+            if when is None or when(attr, args, kwargs):
+                raise _ReferenceCalled(label)
+            return original(*args, **kwargs)
         return stub
 
     try:
-        for owner, attr, label in targets:
+        for owner, attr, label, *rest in targets:
+            when = rest[0] if rest else None
             original = getattr(owner, attr)
             own = getattr(owner, "__dict__", {})
             had = attr in own
             raw = own[attr] if had else original   # a staticmethod is restored as one
-            setattr(owner, attr, refuse(label))
+            setattr(owner, attr, refuse(label, original, attr, when))
             undo.append((owner, attr, raw, had))
             for name, value in list((namespace or {}).items()):
                 if value is original:
-                    namespace[name] = refuse(label)
+                    namespace[name] = refuse(label, original, attr, when)
                     undo.append((namespace, name, original, None))
-        yield
+            op = _op_name(owner, attr)
+            if op is not None:
+                ops.setdefault(op, []).append((label, when))
+        with _Watch(ops) if ops else contextlib.nullcontext():
+            yield
     finally:
         for owner, attr, original, had in reversed(undo):
             if had is None:
@@ -150,7 +189,9 @@ def _walk(obj, namespace):
 def _borrowed(fn, targets):
     """The label of the reference fn is, wraps or holds (see :func:`call`), else None."""
     wanted = {}
-    for owner, attr, label in targets:
+    for owner, attr, label, *when in targets:
+        if when:                  # only some calls count: watched when it runs (blocked), not held
+            continue
         value = getattr(owner, attr, None)
         if value is None:
             continue
@@ -172,7 +213,8 @@ def _borrowed(fn, targets):
 
 
 def _check_module():
-    """The helpers.checks module whose code called call(), or None (a test calling it)."""
+    """The helpers.checks module whose code called call(), or None (a test calling it). A module of a
+    check package (helpers.checks.encoder.ffn) stands for its package: see :func:`_own_functions`."""
     frame = inspect.currentframe()
     while frame is not None:
         name = frame.f_globals.get("__name__", "")
@@ -192,9 +234,12 @@ def _own_functions(module, handed):
         if isinstance(arg, torch.nn.Module):
             for item in vars(type(arg)).values():
                 given.update(id(x) for x in _walk(item, getattr(item, "__globals__", None)))
-    return [(module, name, f"{module.__name__}.{name}, the check's own computation")
-            for name, value in vars(module).items()
-            if isinstance(value, types.FunctionType) and value.__module__ == module.__name__
+    package = ".".join(module.__name__.split(".")[:3])   # helpers.checks.encoder for .encoder.ffn
+    modules = [m for name, m in list(sys.modules.items())
+               if m is not None and (name == package or name.startswith(package + "."))]
+    return [(m, name, f"{m.__name__}.{name}, the check's own computation")
+            for m in modules for name, value in vars(m).items()
+            if isinstance(value, types.FunctionType) and value.__module__ == m.__name__
             and id(value) not in given]
 
 
@@ -233,16 +278,17 @@ def not_answered(x):
     return ops in ([("LOAD_CONST", None), ("RETURN_VALUE", None)], [("RETURN_CONST", None)])
 
 
-def _copy(a):
-    """A deep copy of tensors (also inside lists, tuples and dicts); anything else as it is."""
+def _copy(a, grad=False):
+    """A deep copy of tensors (also inside lists, tuples and dicts); anything else as it is. With
+    grad, a tensor that requires a gradient is copied as a new leaf that requires one."""
     if isinstance(a, torch.Tensor):
-        return a.detach().clone()
+        return a.detach().clone().requires_grad_(grad and a.requires_grad)
     if isinstance(a, (list, tuple)) and type(a) in (list, tuple):
-        return type(a)(_copy(v) for v in a)
+        return type(a)(_copy(v, grad) for v in a)
     if isinstance(a, tuple) and hasattr(a, "_fields"):       # a named tuple
-        return type(a)(*(_copy(v) for v in a))
+        return type(a)(*(_copy(v, grad) for v in a))
     if isinstance(a, dict):
-        return {k: _copy(v) for k, v in a.items()}
+        return {k: _copy(v, grad) for k, v in a.items()}
     return a
 
 
@@ -279,9 +325,9 @@ def call(fn, name, *args, no_grad=True, reference=(), instead="", **kwargs):
     if not callable(fn) or isinstance(fn, (bool, str, torch.Tensor, type)):
         raise Hint(f"Pass your function itself ({short}, without parentheses), "
                    f"not a {type(fn).__name__}.")
-    given = [_copy(a) for a in args]
+    given = [_copy(a, not no_grad) for a in args]
     kept = [_copy(a) for a in args]
-    given_kw = {k: _copy(v) for k, v in kwargs.items()}
+    given_kw = {k: _copy(v, not no_grad) for k, v in kwargs.items()}
     module = _check_module()
     if (getattr(fn, "__module__", None) == getattr(module, "__name__", None)
             and getattr(module, getattr(fn, "__name__", ""), None) is not fn):
@@ -344,11 +390,16 @@ def number(x, name):
     return value
 
 
-def tensor(x, name, shape=None, tuple_hint=None):
-    """x as a float tensor (of the given shape), or raise Hint saying what is wrong.
+def _dtype_name(dtype):
+    return str(dtype).removeprefix("torch.")
+
+
+def tensor(x, name, shape=None, tuple_hint=None, dtype=None):
+    """x as a float64 tensor (of the given shape), or raise Hint saying what is wrong.
 
     tuple_hint: what to add when x is a tuple or list of tensors, where a likely cause is
-    known (e.g. nn.MultiheadAttention returns (output, weights)).
+    known (e.g. nn.MultiheadAttention returns (output, weights)). dtype: the inputs' dtype, which
+    x must keep (a float64 answer to float32 inputs is refused: a model would not compute in it).
     """
     if x is None or x is Ellipsis:
         raise Hint(f"Not answered yet: {name} is still the placeholder.")
@@ -359,12 +410,20 @@ def tensor(x, name, shape=None, tuple_hint=None):
         raise Hint(f"{name} should be a torch tensor, got {type(x).__name__}.")
     if x.is_complex() or x.dtype == torch.bool:
         raise Hint(f"{name} should hold real numbers, got dtype {x.dtype}.")
+    if dtype is not None and x.dtype != dtype:
+        raise Hint(f"{_sentence(name)} is {_dtype_name(x.dtype)}, the inputs are {_dtype_name(dtype)}: "
+                   "keep the inputs' dtype (no .double(), .half(), .long() or .to(...) on the way).")
     x = x.detach().to(torch.float64)
     if shape is not None and tuple(x.shape) != tuple(shape):
         raise Hint(f"{name} should have shape {tuple(shape)}, got {tuple(x.shape)}.")
     if torch.isnan(x).any():
         raise Hint(f"{name} contains NaN: look for a division by zero or 0/0.")
     return x
+
+
+def _sentence(text):
+    """text with a capital first letter (an ASCII one only: γ must stay γ)."""
+    return text[:1].upper() + text[1:] if text[:1].isascii() else text
 
 
 def shape(x, name):
@@ -414,6 +473,22 @@ def choice(x, name, right, why, wrong):
     return Passed(why) if picked == right else wrong[picked]
 
 
+def _split_options(text, options):
+    """A comma-separated answer as its items; an option that holds a comma itself ("ninety thousand,
+    nine hundred and nine") stays whole: the longest run of parts that makes an option is one item."""
+    parts = [part for part in text.replace(";", ",").split(",") if part.strip()]
+    known = {" ".join(o.lower().split()) for o in options}
+    items, i = [], 0
+    while i < len(parts):
+        for j in range(len(parts), i, -1):
+            joined = ",".join(parts[i:j])
+            if " ".join(joined.strip().strip("'\"").lower().split()) in known or j == i + 1:
+                items.append(joined)
+                i = j
+                break
+    return items
+
+
 def choices(x, name, options, right, why, hints):
     """A 'which of these' question: x is a set (or list, or comma-separated string) of options.
 
@@ -424,7 +499,7 @@ def choices(x, name, options, right, why, hints):
     if x is None or x is Ellipsis:
         raise Hint(f"Not answered yet: set {name} to the set of the options you pick among {listed}.")
     if isinstance(x, str):
-        x = [part for part in x.replace(";", ",").split(",") if part.strip()]
+        x = _split_options(x, options)
     if not isinstance(x, (set, frozenset, list, tuple)):
         raise Hint(f"{name} should be a set of options, written like {{'...', '...'}}, "
                    f"got {type(x).__name__}.")

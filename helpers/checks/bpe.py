@@ -18,9 +18,10 @@ NAME = "my_learn_merges(texts, n_merges)"
 
 # Sennrich et al.'s example (their Figure 1): low x5, lower x2, newest x6, widest x3
 TOY = ["low"] * 5 + ["lower"] * 2 + ["newest"] * 6 + ["widest"] * 3
-# several words per text, a pair twice in one word (b a n a n a), words seen once, a long word
+# several words per text, a pair twice in one word (b a n a n a), words seen once, a long word, a
+# symbol three times in a row (a a a b: merging (a, a) from the left or from the right differs)
 CORPUS = ["a banana", "a bandana", "a banana and a bandana", "bananas", "ananas", "nan", "a a",
-          "cabana cabanas"]
+          "cabana cabanas", "aaab", "aaab"]
 TOY_MERGES, CORPUS_MERGES = 10, 40   # the corpus runs out of pairs seen twice before 40
 TEXT_MERGES = (50, 200)              # on notebook 09's training texts
 
@@ -54,6 +55,29 @@ def _merge_first(pair, word):
     return word
 
 
+def _merge_right_to_left(pair, word):
+    """Every occurrence merged, scanning from the end: a a a</w> merging (a, a) gives a aa</w>."""
+    out, i = [], len(word) - 1
+    while i >= 0:
+        if i > 0 and (word[i - 1], word[i]) == pair:
+            out.append(word[i - 1] + word[i])
+            i -= 2
+        else:
+            out.append(word[i])
+            i -= 1
+    return tuple(reversed(out))
+
+
+def _merge_by_replace(pair, word):
+    """d2l's merge: str.replace on the symbols joined by spaces, which also matches across a symbol's
+    edge: merging (a, n) in n a n</w> finds "a n" in "a n</w>" and gives n an</w>."""
+    return tuple(" ".join(word).replace(" ".join(pair), "".join(pair)).split(" "))
+
+
+MERGES = {"left to right": bpe.merge_pair, "first only": _merge_first, "right to left": _merge_right_to_left,
+          "replace": _merge_by_replace}
+
+
 def _pick(counts, tie):
     if tie == "first counted":                  # max() keeps the first of equal counts
         return max(counts, key=counts.get)
@@ -62,21 +86,23 @@ def _pick(counts, tie):
     return bpe.best_pair(counts)
 
 
-def learn_variant(texts, n_merges, unit="words", mark="glued", weighted=True, first_only=False,
+def learn_variant(texts, n_merges, unit="words", mark="glued", weighted=True, merge="left to right",
                   tie="last", stop=True, update="recount"):
     """The merges learnt with one mistake (the defaults make none).
 
     unit: "words", "texts" (a text's words end to end: pairs across words) or "strings" (a text as
     one string, spaces as characters); mark: "glued" (l o w</w>), "apart" (l o w </w>) or "none";
-    weighted: pairs weighted by the word's count, or once per word type; first_only: merge only
-    the first occurrence in a word; tie: "last" (subword-nmt), "first counted" or "smallest";
+    weighted: pairs weighted by the word's count, or once per word type; merge: how a pair is merged
+    in a word, "left to right" (every occurrence), "first only", "right to left" or "replace"
+    (str.replace on the joined symbols, across symbol edges); tie: "last" (subword-nmt), "first
+    counted" or "smallest";
     stop: stop when no pair occurs twice (else go on while any pair is left); update:
     "recount" (count again after each merge), "stale" (only the merged pair set to 0),
     "no decrement" (new pairs added, the pairs around a merge not subtracted) or
     "no increment" (the pairs around a merge subtracted, the new pairs never added).
     """
     vocab = _units(texts, unit, mark, weighted)
-    merge = _merge_first if first_only else bpe.merge_pair
+    merge = MERGES[merge]
     counts = bpe.pair_counts(vocab)
     merges = []
     for _ in range(n_merges):
@@ -120,7 +146,14 @@ MISTAKES = [
      "subword-nmt 0.3.8 glues it to the last character (l o w</w>), and so does this course.",
      {"mark": "apart"}),
     ("You merge only the first occurrence of the pair in each word: merge every occurrence, left "
-     "to right (merging (a, n) in b a n a n a</w> gives b an an a</w>).", {"first_only": True}),
+     "to right (merging (a, n) in b a n a n a</w> gives b an an a</w>).", {"merge": "first only"}),
+    ("You merge from right to left: in a a a b</w>, merging (a, a) gives aa a b</w>, the leftmost "
+     "occurrence first, as subword-nmt does (scan the word from its start, and skip a symbol once "
+     "merged).", {"merge": "right to left"}),
+    ("Your merge replaces text, not symbols (str.replace on the symbols joined by spaces): it also "
+     "matches across a symbol's edge, so merging (a, n) turns n a n</w> into n an</w>, a pair (a, n</w>) "
+     "that was never chosen. Walk through the symbols and merge where two neighbours are the pair.",
+     {"merge": "replace"}),
     ("Your pair counts are not updated after a merge (only the merged pair goes to 0): the pairs "
      "around each merged occurrence change too; count the pairs again after each merge.",
      {"update": "stale"}),

@@ -450,40 +450,51 @@ def check_changed_choices(answer=None):
     return choices(answer, "answer_1", *_CHANGED_CHOICES)
 
 
+def _cache_or_weights_question():
+    """Question 2's right option (computed), its explanation and its hints."""
+    weights = counting.smollm2_params(**counting.SMOLLM2_135M) * 2
+    cache = counting.kv_cache_bytes(30, 3, 64, 8192, batch=4)
+    one = counting.kv_cache_bytes(30, 3, 64, 8192) / weights
+    return ("cache" if cache > weights else "weights",
+            "The weights are stored once, but every sequence keeps its own keys and values: four "
+            f"caches of 8,192 tokens are {cache / weights:.1f} times the weights.",
+            {"weights": "the weights are stored once, the cache once per sequence: section 7 gives one "
+                        f"sequence of 8,192 tokens {one:.2f} times the weights, so four sequences hold "
+                        "more than the weights.",
+             "same": "the cache grows with every token and every sequence while the weights stay fixed: "
+                     "multiply section 7's one-sequence cache by 4 and compare."})
+
+
 @checker
 def check_cache_or_weights(answer=None):
     """SmolLM2-135M, 4 sequences of 8,192 tokens in bfloat16: the weights or the KV cache larger?"""
-    weights = counting.smollm2_params(**counting.SMOLLM2_135M) * 2
-    cache = counting.kv_cache_bytes(30, 3, 64, 8192, batch=4)
-    right = "cache" if cache > weights else "weights"
-    one = counting.kv_cache_bytes(30, 3, 64, 8192) / weights
-    return choice(
-        answer, "answer_2", right,
-        "The weights are stored once, but every sequence keeps its own keys and values: four "
-        f"caches of 8,192 tokens are {cache / weights:.1f} times the weights.",
-        {"weights": "the weights are stored once, the cache once per sequence: section 7 gives one "
-                    f"sequence of 8,192 tokens {one:.2f} times the weights, so four sequences hold "
-                    "more than the weights.",
-         "same": "the cache grows with every token and every sequence while the weights stay fixed: "
-                 "multiply section 7's one-sequence cache by 4 and compare."})
+    return choice(answer, "answer_2", *_cache_or_weights_question())
+
+
+# Question 3: d_model doubled, d_ff = 4 d_model, N fixed. The factor is the square of the doubling.
+_WIDTH_DOUBLED = 2
+_WIDTH_QUESTION = (
+    _WIDTH_DOUBLED ** 2,
+    "Every matrix in a layer is d × d or d × 4d, and doubling d doubles both of its sides: 2 × 2 = 4 "
+    "(the biases and norms, which grow only 2 times, are too few to show).",
+    {_WIDTH_DOUBLED: "2 is how the embedding (vocab × d_model) grows, with one side fixed; a layer's "
+                     "matrices are d × d and d × 4d, and both sides double (section 3).",
+     _WIDTH_DOUBLED ** 3: "the matrices have two sides, not three: d × d and d × 4d grow 2 × 2 times when "
+                          "d doubles, and the number of layers does not change (section 3)."},
+    "count one layer's matrices (4 of d × d, 2 of d × 4d) and see what doubling d does to each "
+    "(section 3's width table).",
+)
 
 
 @checker
 def check_width_factor(answer=None):
     """Doubling d_model (d_ff = 4 d_model, N fixed): by what factor do the layers grow?"""
+    right, why, wrong, otherwise = _WIDTH_QUESTION
     value = number(answer, "answer_3")
-    if 3.9 <= value <= 4.1:
-        return Passed("Every matrix in a layer is d × d or d × 4d, and doubling d doubles both of "
-                      "its sides: 2 × 2 = 4 (the biases and norms, which grow only 2 times, are "
-                      "too few to show).")
-    if 1.9 <= value <= 2.1:
-        return ("2 is how the embedding (vocab × d_model) grows, with one side fixed; a layer's "
-                "matrices are d × d and d × 4d, and both sides double (section 3).")
-    if 7.9 <= value <= 8.1:
-        return ("the matrices have two sides, not three: d × d and d × 4d grow 2 × 2 times when d "
-                "doubles, and the number of layers does not change (section 3).")
-    return ("count one layer's matrices (4 of d × d, 2 of d × 4d) and see what doubling d does to "
-            "each (section 3's width table).")
+    for factor, said in ((right, Passed(why)), *wrong.items()):
+        if abs(value - factor) <= 0.1:
+            return said
+    return otherwise
 
 
 # Question 4: the share of the GPUs' capacity that a training run's arithmetic used (section 8).
@@ -498,14 +509,17 @@ def gpu_share(params, tokens, steps, gpus, flops_per_gpu, hours, flops_per_token
     return flops_per_token * params * tokens * steps / (hours * 3600 * gpus * flops_per_gpu)
 
 
+_GPU_SHARE_WHY = ("The work is 6 × 350·10⁶ × 100,000 × 20,000 = 4.2·10¹⁸ FLOPs, the capacity 108,000 s × 8 × "
+                  "20·10¹² = 1.73·10¹⁹ FLOPs: {share:.2f} of it, about a quarter.")
+
+
 @checker
 def check_gpu_share(answer=None):
     """Question 4: the fraction of the GPUs' capacity that the run's arithmetic used."""
     value = number(answer, "answer_4")
     right = gpu_share(**Q4)
     if abs(value - right) <= 0.03 * right:
-        return Passed(f"The work is 6 × 350·10⁶ × 100,000 × 20,000 = 4.2·10¹⁸ FLOPs, the capacity "
-                      f"108,000 s × 8 × 20·10¹² = 1.73·10¹⁹ FLOPs: {right:.2f} of it, about a quarter.")
+        return Passed(_GPU_SHARE_WHY.format(share=right))
     two = gpu_share(**Q4, flops_per_token=2)
     mistakes = [
         (right * 8, "you left out the 8 GPUs: the capacity is seconds × GPUs × FLOP/s of each GPU, "

@@ -562,13 +562,19 @@ CROSS_SHAPE_HINTS = {
 }
 
 
+# Question 2's sizes; the answer is built from them: (batch, heads, target positions, source tokens).
+Q2_PAIRS, Q2_HEADS, Q2_TARGETS, Q2_SOURCES = 3, 4, 6, 5
+_CROSS_SHAPE = (Q2_PAIRS, Q2_HEADS, Q2_TARGETS, Q2_SOURCES)
+_CROSS_SHAPE_WHY = ("(batch, heads, target positions, source tokens): one row per query from the decoder, "
+                    "one column per key from the memory, and no reason to be square.")
+
+
 @checker
 def check_cross_weights_shape(answer_2):
     """Question 2: the shape of the cross-attention weights for 3 pairs, 6 targets, 5 sources, 4 heads."""
     got = shape(answer_2, "answer_2")
-    if got == (3, 4, 6, 5):
-        return Passed("(batch, heads, target positions, source tokens): one row per query from the "
-                      "decoder, one column per key from the memory, and no reason to be square.")
+    if got == _CROSS_SHAPE:
+        return Passed(_CROSS_SHAPE_WHY)
     return CROSS_SHAPE_HINTS.get(got, "The weights are (batch, heads, target positions, source tokens): "
                                       "count each axis for 3 pairs, 4 heads, 6 targets, 5 sources "
                                       "(section 2).")

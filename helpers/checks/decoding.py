@@ -2,6 +2,7 @@
 attention step, and the questions (1 in section 6, 2 in section 7 on sampling, 3 and 4 in "Check your
 understanding")."""
 
+import itertools
 import math
 
 import torch
@@ -86,6 +87,26 @@ def _three_numbers(scores):
     return [number(s, f"scores[{i}]") for i, s in enumerate(scores)]
 
 
+def _best_hypothesis(right):
+    """The hypothesis beam search keeps (computed from the right scores), why, and the hint for each
+    other pick: what each hypothesis has that might tempt a learner."""
+    totals = [sum(math.log(p) for p in ps) for ps in HYPOTHESES.values()]
+    kept = max(range(3), key=lambda i: right[i]) + 1
+    likeliest = max(range(3), key=lambda i: totals[i]) + 1
+    hints = {i: f"Hypothesis {i} has the lowest score of the three: the best score is the one closest to 0."
+             for i in (1, 2, 3)}
+    hints[likeliest] = (f"Hypothesis {likeliest} has the highest log P(Y) (fewest tokens to pay for), but "
+                        "beam search ranks by the penalised score: compare your three scores.")
+    words = {3: "three", 6: "six", 7: "seven"}
+
+    def minus(x):
+        return f"{x:.3f}".replace("-", "−")
+    why = (f"With the penalty the {words[len(list(HYPOTHESES.values())[kept - 1])]}-token answer "
+           f"({minus(right[kept - 1])}) beats the short one ({minus(right[likeliest - 1])}), although "
+           "the short one has the higher log P(Y).")
+    return kept, why, hints
+
+
 @checker
 def check_penalised_scores(scores, best):
     """scores: log P(Y) / lp(Y) of the three HYPOTHESES (α = 0.6); best: the number (1, 2 or 3) of
@@ -118,13 +139,8 @@ def check_penalised_scores(scores, best):
     pick = number(best, "best")
     if pick not in (1, 2, 3):
         return "best should be 1, 2 or 3: the number of the hypothesis, in the order given."
-    if pick == 2:
-        return ("Hypothesis 2 has the highest log P(Y) (fewest tokens to pay for), but beam search "
-                "ranks by the penalised score: compare your three scores.")
-    if pick == 3:
-        return "Hypothesis 3 has the lowest score of the three: the best score is the one closest to 0."
-    return Passed("With the penalty the six-token answer (−0.521) beats the short one (−0.607), "
-                  "although the short one has the higher log P(Y).")
+    kept, why, hints = _best_hypothesis(right)
+    return Passed(why) if pick == kept else hints[int(pick)]
 
 
 # --- one step of beam search ---------------------------------------------------------------
@@ -223,8 +239,9 @@ STEP_MISTAKES = [
 ]
 
 
-def _as_step_output(out, batch, k):
-    """The learner's (beam, token, new_log_p) as tensors (long, long, float64) of shape (batch, k)."""
+def _as_step_output(out, batch, k, dtype=torch.float32):
+    """The learner's (beam, token, new_log_p) as tensors (long, long, float64) of shape (batch, k): torch
+    tensors, beam and token of an integer dtype, new_log_p of the given log-probabilities' dtype."""
     if isinstance(out, torch.Tensor) or not isinstance(out, (tuple, list)) or len(out) != 3:
         what = f"a tensor of shape {tuple(out.shape)}" if isinstance(out, torch.Tensor) else (
             f"{len(out)} items" if isinstance(out, (tuple, list)) else type(out).__name__)
@@ -234,11 +251,10 @@ def _as_step_output(out, batch, k):
     tensors = []
     for name, value in zip(names, out, strict=True):
         if not isinstance(value, torch.Tensor):
-            try:
-                value = torch.as_tensor(value)
-            except (TypeError, ValueError, RuntimeError):
-                raise Hint(f"{name} should be a tensor of shape ({batch}, {k}), got "
-                           f"{type(value).__name__}.") from None
+            kind = type(value).__module__.split(".")[0] + "." + type(value).__name__
+            raise Hint(f"{name} should be a torch tensor of shape ({batch}, {k}), got "
+                       f"{kind.removeprefix('builtins.')}: keep the whole step in torch (topk, // and %), "
+                       "so that the next step can index the caches and add to log P with it.")
         if value.dtype == torch.bool or value.is_complex():
             raise Hint(f"{name} should hold numbers, got dtype {value.dtype}.")
         if tuple(value.shape) != (batch, k):
@@ -250,6 +266,15 @@ def _as_step_output(out, batch, k):
         raise Hint(f"new_log_p is {str(new_log_p.dtype).replace('torch.', '')}, the log-probabilities "
                    "you are given are float32: keep their dtype (half precision keeps about 3 "
                    "significant digits, and the next steps add to these numbers).")
+    if new_log_p.dtype != dtype:
+        raise Hint(f"new_log_p is {str(new_log_p.dtype).replace('torch.', '')}, the log-probabilities you "
+                   f"are given are {str(dtype).replace('torch.', '')}: keep their dtype (no .double(), "
+                   ".long() or .to(...)); the next step adds to these numbers.")
+    for name, value in (("beam", beam), ("token", token)):
+        if value.is_floating_point() and bool((value == value.round()).all()):
+            raise Hint(f"{name} holds whole numbers as {str(value.dtype).replace('torch.', '')}: indices "
+                       "are integers (torch.long), as topk's indices and // and % on them are; a float "
+                       "cannot index the beams.")
     for name, value in (("beam", beam), ("token", token)):
         if value.is_floating_point() and not bool((value == value.round()).all()):
             raise Hint(f"{name} should hold whole numbers (indices); use // and % on the flat index "
@@ -279,7 +304,7 @@ def check_beam_step(fn):
         log_p, lengths, finished, nlp = _step_inputs(seed)
         batch, k, vocab = nlp.shape
         got = _as_step_output(call(fn, STEP, log_p, lengths, finished, nlp, alpha, reference=STEP_REFERENCE,
-                                   instead=STEP_INSTEAD), batch, k)
+                                   instead=STEP_INSTEAD), batch, k, log_p.dtype)
         want = beam_step(log_p, lengths, finished, nlp, alpha)
         if _same_survivors((got[1], got[0], got[2]), want, vocab, check_log_p=False):
             return "beam and token are swapped: return (beam, token, new_log_p) in this order."
@@ -486,9 +511,9 @@ def _call_cached(fn, args):
         raise
 
 
-def _three_tensors(out):
+def _three_tensors(out, dtype=torch.float32):
     """The learner's (out, k_cache, v_cache) as float64 tensors, or raise Hint: a tuple of three
-    floating-point tensors in float32 (or float64), the dtype of the inputs."""
+    floating-point tensors of dtype, the inputs' (float32)."""
     if isinstance(out, torch.Tensor) or not isinstance(out, (tuple, list)) or len(out) != 3:
         what = f"a tensor of shape {tuple(out.shape)}" if isinstance(out, torch.Tensor) else (
             f"{len(out)} items" if isinstance(out, (tuple, list)) else type(out).__name__)
@@ -499,16 +524,39 @@ def _three_tensors(out):
     for name, value in zip(names, out, strict=True):
         if not isinstance(value, torch.Tensor):
             raise Hint(f"{name} should be a torch tensor, got {type(value).__name__}.")
-        dtype = str(value.dtype).replace("torch.", "")
+        kind = str(value.dtype).replace("torch.", "")
         if value.dtype in (torch.float16, torch.bfloat16):
-            raise Hint(f"{name} is {dtype}, the inputs are float32: keep their dtype (no .half() "
+            raise Hint(f"{name} is {kind}, the inputs are float32: keep their dtype (no .half() "
                        "or .to(...)); half precision keeps about 3 significant digits, so the cache "
                        "would no longer hold the layer's keys and values.")
         if not value.is_floating_point() and value.dtype != torch.bool and not value.is_complex():
-            raise Hint(f"{name} holds whole numbers (dtype {dtype}): keys, values and outputs are "
+            raise Hint(f"{name} holds whole numbers (dtype {kind}): keys, values and outputs are "
                        "float32 like the inputs; nothing needs rounding or .long().")
-        got.append(tensor(value, name))
+        got.append(tensor(value, name, dtype=dtype))
     return got
+
+
+def _order_hint(returned, right):
+    """The hint for the right three tensors returned in another order than (out, k_cache, v_cache)."""
+    if not isinstance(returned, (tuple, list)) or len(returned) != 3 or \
+            not all(isinstance(x, torch.Tensor) for x in returned):
+        return None
+    names = ("out", "k_cache", "v_cache")
+
+    def fits(order):
+        try:
+            return all(_same_tensor(returned[i].detach().double(), right[j])
+                       for i, j in zip(range(3), order, strict=True))
+        except (RuntimeError, TypeError):       # complex numbers, say: not the right tensors anyway
+            return False
+    if fits((0, 1, 2)):
+        return None
+    for order in itertools.permutations(range(3)):
+        if order not in ((0, 1, 2), (0, 2, 1)) and fits(order):     # (0, 2, 1): the caches' own hint
+            said = ", ".join(names[j] for j in order)
+            return (f"The three tensors are right but in another order, ({said}): return (out, k_cache, "
+                    "v_cache), the new position's output first, then the longer key and value caches.")
+    return None
 
 
 def _largest_gap(got, want):
@@ -536,10 +584,14 @@ def check_cached_attention(fn):
     all t + 1 positions, the last one) on random batches with 3, 5, 1 and 0 cached positions."""
     for number_, (seed, batch, heads, t, d_k) in enumerate(CACHE_CASES):
         full, args = _cache_inputs(seed, batch, heads, t, d_k)
-        got, k_got, v_got = _three_tensors(_call_cached(fn, args))
+        returned = _call_cached(fn, args)
         qn, kn, vn, kc, vc = (a.double() for a in args)
         k_right, v_right = torch.cat([kc, kn], dim=2), torch.cat([vc, vn], dim=2)
         right = _full_last_position(*(x.double() for x in full))
+        order = _order_hint(returned, (right, k_right, v_right))
+        if order:
+            return order
+        got, k_got, v_got = _three_tensors(returned, args[0].dtype)
         when = "on an empty cache (t = 0, the first step)" if t == 0 else f"with {t} cached positions"
         if not (_same_tensor(k_got, k_right) and _same_tensor(v_got, v_right)):
             for hint, k_wrong, v_wrong in _cache_mistakes(kn, vn, kc, vc):
@@ -651,34 +703,40 @@ def check_confident_greedy(answer_3):
     return choice(answer_3, "answer_3", *_CONFIDENT_GREEDY)
 
 
-# Question 4: the base model's decoder (N = 6 layers, h = 8 heads of d_k = 64, each head with its own
-# keys and values), one sequence, 100 target positions, float32.
-CACHE_BYTES = 2 * 6 * 8 * 64 * 100 * 4
-_CACHE_WHY = ("2 (keys and values) · 6 layers · 8 heads · 64 numbers · 100 positions · 4 bytes: "
-              f"about {CACHE_BYTES / 1e6:.1f} MB for one sequence, growing by {CACHE_BYTES // 100:,} bytes "
-              "per token.")
+# Question 4: the big model's decoder (Table 3: N = 6 layers, h = 16 heads of d_k = 64, d_model = 1024, each
+# head with its own keys and values), one sequence, 100 target positions, float32. Section 8 printed the base
+# model's bytes per token (8 heads): the question asks for another model, so the answer is not in sight.
+Q4_LAYERS, Q4_HEADS, Q4_D_K, Q4_POSITIONS, Q4_BYTES = 6, 16, 64, 100, 4
+CACHE_BYTES = 2 * Q4_LAYERS * Q4_HEADS * Q4_D_K * Q4_POSITIONS * Q4_BYTES
+_CACHE_WHY = (f"2 (keys and values) · {Q4_LAYERS} layers · {Q4_HEADS} heads · {Q4_D_K} numbers · "
+              f"{Q4_POSITIONS} positions · {Q4_BYTES} bytes: about {CACHE_BYTES / 1e6:.1f} MB for one "
+              f"sequence, growing by {CACHE_BYTES // Q4_POSITIONS:,} bytes per token, twice the base "
+              "model's.")
 
 
 def _cache_bytes_mistakes():
     """(wrong answer, hint): what each typical slip gives. Where two slips give the same number,
-    the hint names both, since the number alone cannot tell them apart."""
-    right = CACHE_BYTES
+    the hint names them all, since the number alone cannot tell them apart."""
+    right, h, n = CACHE_BYTES, Q4_HEADS, Q4_POSITIONS
     return [
         (right / 4, "That is the number of numbers, 2 · N · h · d_k · n; in float32 each takes 4 bytes."),
         (right / 2, "Half the answer: either the keys without the values (the factor 2 in 2 · N · h · d_k "
-                    "counts both), or 2 bytes per number (float16); float32 takes 4."),
+                    "counts both), or 2 bytes per number (float16; float32 takes 4), or the base model's 8 "
+                    f"heads (section 8's count); the big model has h = {h}."),
         (right * 2, "Twice the answer: either you counted the encoder's 6 layers too (the cache belongs to "
                     "the decoder; the encoder runs once and keeps nothing per generated token), or 8 bytes "
                     "per number (float64); float32 takes 4."),
-        (right / 8, "One eighth of the answer: either one head instead of 8 (each layer keeps the keys and "
-                    "values of all its h = 8 heads, 8 · 64 numbers each per position), or you divided by 8 "
-                    "to turn bits into bytes, though the 4 bytes of a float32 are already bytes."),
-        (right * 8, "8 times the answer: either the 8 heads counted twice (d_model = 512 is already "
-                    "h · d_k = 8 · 64: use one or the other), or bits instead of bytes (8 bits a byte)."),
-        (right // 100 * 101, "That counts 101 positions: the cache holds one key and one value per "
-                             "position read so far, 100 of them here, <s> among them; not one more."),
-        (right // 100 * 99, "That counts 99 positions: the cache holds one key and one value for each of "
-                            "the 100 positions, the first (<s>) included."),
+        (right / h, f"1/{h} of the answer: one head instead of {h} (each layer keeps the keys and values of "
+                    f"all its h = {h} heads, {h} · 64 numbers each per position)."),
+        (right / 8, "One eighth of the answer: you divided by 8 to turn bits into bytes, though the 4 bytes "
+                    "of a float32 are already bytes."),
+        (right * h, f"{h} times the answer: the {h} heads counted twice (d_model = 1024 is already "
+                    f"h · d_k = {h} · 64: use one or the other)."),
+        (right * 8, "8 times the answer: bits instead of bytes (8 bits a byte)."),
+        (right // n * (n + 1), "That counts 101 positions: the cache holds one key and one value per "
+                               "position read so far, 100 of them here, <s> among them; not one more."),
+        (right // n * (n - 1), "That counts 99 positions: the cache holds one key and one value for each of "
+                               "the 100 positions, the first (<s>) included."),
         (right / 1024, "That is in kibibytes (KiB): the question asks for bytes."),
         (right / 1e3, "That is in kilobytes (kB): the question asks for bytes."),
         (right / 1024 ** 2, "That is in mebibytes (MiB): the question asks for bytes."),
@@ -688,7 +746,7 @@ def _cache_bytes_mistakes():
 
 @checker
 def check_cache_bytes(answer_4):
-    """Question 4: the bytes of the decoder's self-attention KV cache of the base model for one sequence
+    """Question 4: the bytes of the decoder's self-attention KV cache of the big model for one sequence
     of 100 target positions in float32."""
     if isinstance(answer_4, torch.Tensor) and answer_4.dtype == torch.float16 and bool(
             torch.isinf(answer_4).any()):
@@ -706,5 +764,5 @@ def check_cache_bytes(answer_4):
                 "and values, every decoder layer, every head), times 100 positions, times 4 bytes per "
                 "float32 number, with no rounding.")
     return ("Use notebook 06's count per token, 2 · N · h_kv · d_k numbers (keys and values, every decoder "
-            "layer, every key-value head; in the base model every head has its own, h_kv = h = 8), times "
+            "layer, every key-value head; in the big model every head has its own, h_kv = h = 16), times "
             "100 positions, times 4 bytes per float32 number (this notebook's section 8).")

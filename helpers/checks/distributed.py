@@ -7,7 +7,8 @@ import torch.distributed as dist
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from helpers import distributed
-from helpers.checks import Hint, Passed, call, checker, choice, close, not_answered, number
+from helpers.checks import (Hint, Passed, _borrowed, _ReferenceCalled, blocked, call, checker, choice, close,
+                            not_answered, number)
 from helpers.distributed import n_tokens, one_batch, token_loss
 from helpers.tasks import workers
 
@@ -67,13 +68,16 @@ def _simulate(micro, scale="tokens", zero_inside=False, step_inside=False, zero_
         optimizer.zero_grad()
     total = sum(n_tokens(b[2]) for b in micro)
     rows = sum(b[0].shape[0] for b in micro)
+    positions = sum(b[2].numel() for b in micro)
     reported = 0.0
     for src, tgt_in, tgt_out in micro:
         if zero_inside:
             optimizer.zero_grad()
         loss = token_loss(model, src, tgt_in, tgt_out)
-        factor = {"tokens": n_tokens(tgt_out) / total, "mean": 1 / len(micro), "none": 1.0,
-                  "rows": src.shape[0] / rows}[scale]
+        n = n_tokens(tgt_out)
+        factor = {"tokens": n / total, "mean": 1 / len(micro), "none": 1.0, "rows": src.shape[0] / rows,
+                  "positions": tgt_out.numel() / positions, "tokens twice": (n / total) ** 2,
+                  "tokens and mean": n / total / len(micro), "sum": n}[scale]
         (loss * factor).backward()
         reported += loss.item() * factor
         if step_inside:
@@ -109,6 +113,16 @@ ACCUMULATION_MISTAKES = [
     ("The gradients left by the previous step are still in .grad: call optimizer.zero_grad() once, "
      "before the loop (a training loop always leaves them there).", {"zero_start": False}),
     ("The weights did not change: call optimizer.step() once, after the loop.", {"step_end": False}),
+    ("You weighted each micro-batch by its positions, padding included (tgt_out.numel()): the loss is a "
+     "mean over the real target tokens, so weight by n_tokens(tgt_out) / total_tokens.",
+     {"scale": "positions"}),
+    ("Each loss is scaled twice, by n_tokens / total_tokens and again (by the same factor, or by "
+     "1 / n_micro): scale it once, loss · n_tokens / total_tokens.", {"scale": "tokens twice"}),
+    ("Each loss is scaled twice, by n_tokens / total_tokens and again (by the same factor, or by "
+     "1 / n_micro): scale it once, loss · n_tokens / total_tokens.", {"scale": "tokens and mean"}),
+    ("Your losses are sums over the tokens (reduction=\"sum\"), never divided: the gradient is "
+     "total_tokens times too large. Divide each summed loss by total_tokens (or use token_loss, a mean, "
+     "times n_tokens / total_tokens).", {"scale": "sum"}),
 ]
 
 ACCUMULATE = "my_accumulated_step(model, optimizer, micro_batches)"
@@ -119,16 +133,44 @@ def _gap(a, b):
     return max(float((a[k].double() - b[k].double()).abs().max()) for k in a)
 
 
+class _Counting:
+    """Counts, while the learner's step runs, the optimizer steps and the backward passes that reach
+    the model's first parameter."""
+
+    def __init__(self, model):
+        self.model = model
+        self.steps = self.backwards = 0
+
+    def _stepped(self, *args):
+        self.steps += 1
+
+    def _backward(self, *args):
+        self.backwards += 1
+
+    def __enter__(self):
+        first = next(self.model.parameters())
+        self.hooks = [register_optimizer_step_post_hook(self._stepped),
+                      first.register_post_accumulate_grad_hook(self._backward)]
+        return self
+
+    def __exit__(self, *exc):
+        for hook in self.hooks:
+            hook.remove()
+        return False
+
+
 @checker
 def check_accumulation(fn):
     """The learner's my_accumulated_step against one step on the three micro-batches as one batch."""
     micro = micro_batches()
     torch.set_num_threads(1)
     model, optimizer = _setup()
-    returned = call(fn, ACCUMULATE, model, optimizer, [tuple(t.clone() for t in b) for b in micro],
-                    no_grad=False, reference=ACCUMULATE_REFERENCE,
-                    instead="zero the gradients, then for each micro-batch scale its loss and call "
-                            "backward(), then step.")
+    start = _weights(model)
+    with _Counting(model) as counted:
+        returned = call(fn, ACCUMULATE, model, optimizer, [tuple(t.clone() for t in b) for b in micro],
+                        no_grad=False, reference=ACCUMULATE_REFERENCE,
+                        instead="zero the gradients, then for each micro-batch scale its loss and call "
+                                "backward(), then step.")
     got = _weights(model)
     big, optimizer_big = _setup()
     optimizer_big.zero_grad()
@@ -137,6 +179,15 @@ def check_accumulation(fn):
     optimizer_big.step()
     right = _weights(big)
     if _gap(got, right) > WEIGHT_TOLERANCE:
+        if _gap(got, start) == 0 and counted.steps:
+            return ("optimizer.step() ran but no weight moved: every gradient was 0. The usual cause is an "
+                    "integer division, n_tokens // total_tokens, which is 0 for every micro-batch: scale "
+                    "with /, loss · n_tokens / total_tokens.")
+        if counted.backwards == 1 and len(micro) > 1 and \
+                _gap(got, _simulate(micro, zero_inside=True)[0]) <= WEIGHT_TOLERANCE:
+            return ("loss.backward() ran once, after the loop: only the last micro-batch's loss reaches the "
+                    "gradients. Call backward() inside the loop, once per micro-batch (or add the scaled "
+                    "losses up and call backward() once on their sum).")
         for hint, kwargs in ACCUMULATION_MISTAKES:
             if _gap(got, _simulate(micro, **kwargs)[0]) <= WEIGHT_TOLERANCE:
                 return hint.replace("{counts}", _counts())
@@ -158,18 +209,33 @@ def check_accumulation(fn):
                   "its loss.")
 
 
-# --- Your turn 2: the all-reduce by hand, in two worker processes ------------------------------
+# --- Your turn 2: the all-reduce by hand, in worker processes -----------------------------------
 
-STEPS = 3
-WORLD = 2
-FINAL_TOLERANCE = 1e-5    # one process on the whole batch vs two workers: float32 rounding, about 1e-7
+# (workers, steps, compare with DistributedDataParallel) of each run: more than one, none announced by
+# the exercise, so that a fixed range(3), a division by 2 or a loop written for one size shows. With 2
+# workers DDP's sum is bit for bit the learner's; with 3 its buckets add in another order.
+RUNS = ((2, 4, True), (3, 2, False))
+FINAL_TOLERANCE = 1e-5    # one process on the whole batch vs the workers: float32 rounding, about 1e-7
+
+# The collectives a worker may use to average its gradients (all_reduce; reduce then broadcast;
+# all_gather then a mean; ...): each call is recorded with what it reduced.
+COLLECTIVES = ("all_reduce", "reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
+               "reduce_scatter_tensor")
+DDP = "DistributedDataParallel (it averages the gradients itself)"
+# What the check compares with, refused inside the worker process too.
+WORKER_REFERENCES = [(distributed, "average_gradients", "helpers.distributed.average_gradients"),
+                     (workers, "train_worker", "helpers.tasks.workers.train_worker"),
+                     (workers, "one_process", "helpers.tasks.workers.one_process"),
+                     (torch.nn.parallel.DistributedDataParallel, "__init__", DDP)]
+WORKER_INSTEAD = ("after loss.backward(), dist.all_reduce every p.grad yourself and divide it by world_size, "
+                  "then optimizer.step().")
 
 
-def _checked_worker(rank, world_size, fn, steps):
-    """Run the learner's worker function with its all-reduces, backward passes and optimizer steps
-    recorded; then DistributedDataParallel's run of the same steps, for comparison."""
+def _checked_worker(rank, world_size, fn, steps, with_ddp=True):
+    """Run the learner's worker function with its collectives, backward passes and optimizer steps
+    recorded and the references blocked; then (with_ddp) DistributedDataParallel's run of the same steps."""
     events, first_grads, models = [], [], []
-    real_all_reduce, real_new_model = dist.all_reduce, workers.new_model
+    real_new_model = workers.new_model
     namespace = getattr(fn, "__globals__", {})
 
     def recording_new_model():
@@ -188,21 +254,27 @@ def _checked_worker(rank, world_size, fn, steps):
                     return "weight"
         return "other"
 
-    def recording_all_reduce(tensor, *args, **kwargs):
-        if tensor is None:
-            raise ValueError("dist.all_reduce got None instead of a tensor")
-        events.append(f"reduce {kind(tensor)}")
-        return real_all_reduce(tensor, *args, **kwargs)
+    def recording(name, real):
+        def collective(*args, **kwargs):
+            given = [a if isinstance(a, (list, tuple)) else [a] for a in (*args, *kwargs.values())]
+            tensors = [t for group in given for t in group if isinstance(t, torch.Tensor)]
+            if name == "all_reduce" and (not args or args[0] is None):
+                raise ValueError("dist.all_reduce got None instead of a tensor")
+            kinds = {kind(t) for t in tensors}
+            events.append(f"{name} {next((k for k in ('grad', 'weight') if k in kinds), 'other')}")
+            return real(*args, **kwargs)
+        return collective
 
     def before_step(optimizer, args, kwargs):
         if not first_grads and models:
             first_grads.append({n: (None if p.grad is None else p.grad.clone())
                                 for n, p in models[0][0].named_parameters()})
 
-    swaps = [(dist, "all_reduce", real_all_reduce, recording_all_reduce),
-             (distributed, "new_model", real_new_model, recording_new_model)]
+    swaps = [(dist, name, getattr(dist, name), recording(name, getattr(dist, name)))
+             for name in COLLECTIVES if hasattr(dist, name)]
+    swaps.append((workers, "new_model", real_new_model, recording_new_model))
     for name, value in list(namespace.items()):
-        for _, _, real, fake in swaps[:2]:
+        for _, _, real, fake in list(swaps):
             if value is real:
                 swaps.append((namespace, name, real, fake))
     for owner, attr, _, fake in swaps:
@@ -212,9 +284,12 @@ def _checked_worker(rank, world_size, fn, steps):
             setattr(owner, attr, fake)
     pre = register_optimizer_step_pre_hook(before_step)
     post = register_optimizer_step_post_hook(lambda o, a, k: events.append("step"))
-    error = returned = None
+    error = returned = reference = None
     try:
-        returned = fn(rank, world_size, steps)
+        with blocked(WORKER_REFERENCES, namespace):
+            returned = fn(rank, world_size, steps)
+    except _ReferenceCalled as e:
+        reference = e.args[0]
     except Exception as e:
         message = " ".join(str(e).split())[:200]
         error = f"{type(e).__name__}: {message}"
@@ -227,11 +302,11 @@ def _checked_worker(rank, world_size, fn, steps):
             else:
                 setattr(owner, attr, real)
     ddp = None
-    if error is None:
+    if error is None and reference is None and with_ddp:
         dist.barrier()
         ddp = workers.train_worker(rank, world_size, steps, "ddp")["final"]
     model = returned if isinstance(returned, torch.nn.Module) else (models[-1][0] if models else None)
-    return {"error": error, "events": events, "returned": type(returned).__name__,
+    return {"error": error, "reference": reference, "events": events, "returned": type(returned).__name__,
             "models": len(models), "initial": models[0][1] if models else None,
             "grads": first_grads[0] if first_grads else None,
             "final": None if model is None else {k: v.detach().clone()
@@ -239,26 +314,28 @@ def _checked_worker(rank, world_size, fn, steps):
             "ddp": ddp}
 
 
-def _reference_grads():
-    """The gradient of step 0 in one process on the whole batch (both shards), at the seeded start."""
+def _reference_grads(world):
+    """The gradient of step 0 in one process on the whole batch (all shards), at the seeded start, and
+    each worker's own gradient on its shard."""
     torch.set_num_threads(1)
     torch.manual_seed(workers.SEED)
     model = workers.new_model()
-    token_loss(model, *workers.step_batch(0, WORLD)).backward()
+    token_loss(model, *workers.step_batch(0, world)).backward()
     local = []
-    for rank in range(WORLD):
+    for rank in range(world):
         torch.manual_seed(workers.SEED)
         m = workers.new_model()
-        token_loss(m, *distributed.shard(workers.step_batch(0, WORLD), rank, WORLD)).backward()
+        token_loss(m, *distributed.shard(workers.step_batch(0, world), rank, world)).backward()
         local.append({n: p.grad.clone() for n, p in m.named_parameters()})
     return {n: p.grad.clone() for n, p in model.named_parameters()}, local
 
 
 def _scaled_like(got, right, factor, tolerance=1e-4):
     """True when every gradient in got is factor · right (within tolerance relative to the largest)."""
+    if got is None or any(got[n] is None for n in right):
+        return False
     scale = max(float(v.abs().max()) for v in right.values())
-    return all(got[n] is not None and float((got[n] - factor * right[n]).abs().max()) <= tolerance * scale
-               for n in right)
+    return all(float((got[n] - factor * right[n]).abs().max()) <= tolerance * scale for n in right)
 
 
 WORKER = "my_worker(rank, world_size, steps)"
@@ -277,30 +354,34 @@ def _error_hint(message):
     return f"{WORKER.split('(')[0]} raised, in a worker, {message}"
 
 
-@checker
-def check_worker(fn):
-    """The learner's my_worker run in 2 processes for 3 steps, against one process on the whole
-    batch and against DistributedDataParallel."""
-    if not_answered(fn):
-        raise Hint("Not answered yet: write the body of my_worker and run its cell.")
-    if not callable(fn) or isinstance(fn, (bool, str, torch.Tensor, type)):
-        raise Hint(f"Pass your function itself (my_worker, without parentheses), not a {type(fn).__name__}.")
-    try:
-        results = distributed.launch(_checked_worker, WORLD, fn, STEPS, timeout=90)
-    except distributed.WorkerError as e:
-        return f"Could not run my_worker in {WORLD} workers: {e}"
+def _first_step(events):
+    """The events of the first training step: up to the first optimizer step, and the collectives
+    right after it (before the next backward)."""
+    if "step" not in events:
+        return events, []
+    at = events.index("step")
+    rest = events[at + 1:]
+    return events[:at], rest[:rest.index("backward")] if "backward" in rest else rest
+
+
+def _diagnose(results, world, steps):
+    """None when the workers of one run are right, else the hint."""
+    references = [r["reference"] for r in results if r["reference"]]
+    if references:
+        return (f"my_worker calls {references[0]}, the very reference this check compares your answer with, "
+                f"so it checks nothing: {WORKER_INSTEAD}")
     errors = [r["error"] for r in results if r["error"]]
     if errors:
         first = [e for e in errors if not any(g in e for g in distributed.PEER_GONE)] or errors
         return _error_hint(first[0])
-    r0, r1 = results
+    r0 = results[0]
     if r0["models"] == 0:
         return ("my_worker built no model with new_model(): build the model there (after "
                 "torch.manual_seed(SEED)), so that every worker has its own copy.")
     if r0["returned"] not in ("Transformer", "DistributedDataParallel"):
         return f"my_worker returned {r0['returned']}: end it with `return model`."
-    if not distributed.identical(r0["initial"], r1["initial"]):
-        return ("The two workers started from different weights: each seeded its generator differently "
+    if not all(distributed.identical(r0["initial"], r["initial"]) for r in results[1:]):
+        return ("The workers started from different weights: each seeded its generator differently "
                 "(with its rank?). Every worker must call torch.manual_seed(SEED), the same seed, before "
                 "new_model(), or the averaged gradients are applied to different models.")
     torch.manual_seed(workers.SEED)
@@ -308,55 +389,100 @@ def check_worker(fn):
         return ("The workers agree with each other but did not start from the weights of seed SEED: call "
                 "torch.manual_seed(SEED) just before new_model().")
     events = r0["events"]
-    if "reduce weight" in events:
+    if "all_reduce weight" in events:
         return ("You all-reduced the weights (p or p.data), not the gradients: after backward() the "
                 "workers have the same weights and different gradients, so it is p.grad that must be "
                 "averaged.")
-    if not any(e.startswith("reduce") for e in events):
+    if not any(e.split()[0] in COLLECTIVES for e in events):
         return ("No dist.all_reduce was called: each worker stepped on its own shard's gradient. After "
                 "loss.backward(), all-reduce every p.grad and divide by world_size.")
     if "backward" not in events or "step" not in events:
         return "my_worker must call loss.backward() and optimizer.step() at each step."
-    first_step = events[:events.index("step")]
-    if "backward" in first_step and any(e.startswith("reduce") for e in
-                                        first_step[:first_step.index("backward")]):
+    before, after = _first_step(events)
+    reduced = [i for i, e in enumerate(before) if e.split()[0] in COLLECTIVES]
+    if "backward" in before and reduced and reduced[0] < before.index("backward"):
         return ("You all-reduced before loss.backward(): the gradients of this step do not exist yet "
                 "(what you reduced was zero or the last step's). Reduce after backward(), before "
                 "optimizer.step().")
-    right, local = _reference_grads()
+    reduced_after_backward = "backward" in before and any(i > before.index("backward") for i in reduced)
+    if "backward" in before and not reduced_after_backward and any(e.endswith("grad") for e in after):
+        return ("You called optimizer.step() before the all-reduce: each worker stepped on its own "
+                "shard's gradient, and the average came too late. Order each step: backward(), the "
+                "all-reduce and division, then optimizer.step().")
+    right, local = _reference_grads(world)
     grads = r0["grads"]
     if grads is None or any(grads[n] is None for n in right):
         return "Some parameters had no gradient at optimizer.step(): call loss.backward() before it."
     if not _scaled_like(grads, right, 1.0):
-        for factor, hint in ((WORLD, "The gradients are the sum over the workers, not the mean: divide "
+        for factor, hint in ((world, "The gradients are the sum over the workers, not the mean: divide "
                                      "each by world_size after the all-reduce."),
-                             (1 / WORLD, "The gradients are divided by world_size twice (or by "
+                             (world / 2, f"With {world} workers the gradients are {world}/2 times the mean: "
+                                         "you divided by 2, not by world_size."),
+                             (1 / world, "The gradients are divided by world_size twice (or by "
                                          "world_size²): all_reduce sums, then divide once."),
-                             (1 / WORLD ** 2, "The gradients are divided by world_size too often: "
+                             (1 / world ** 2, "The gradients are divided by world_size too often: "
                                               "all_reduce sums, then divide once.")):
-            if _scaled_like(grads, right, factor):
+            if factor != 1 and _scaled_like(grads, right, factor):
                 return hint
-        for rank in range(WORLD):
-            if _scaled_like(grads, local[rank], 1.0):
-                return ("Each worker kept its own shard's gradient: the all-reduce did not reach p.grad "
-                        "(reduce p.grad itself, in place, after backward()).")
-        return ("At the first optimizer.step() the gradients are not the mean of the two workers' "
+        if all(_scaled_like(r["grads"], local[0], 1.0) for r in results):
+            return ("Every worker computed its loss on worker 0's shard: shard_loss(model, step, rank, "
+                    "world_size) with the worker's own rank, so that each worker reads its part of the "
+                    "batch.")
+        if all(_scaled_like(r["grads"], local[rank], 1.0) for rank, r in enumerate(results)):
+            return ("Each worker kept its own shard's gradient: the all-reduce did not reach p.grad "
+                    "(reduce p.grad itself, in place, after backward()).")
+        return ("At the first optimizer.step() the gradients are not the mean of the workers' "
                 "gradients: after backward(), dist.all_reduce(p.grad) then p.grad /= world_size.")
-    if not distributed.identical(r0["final"], r1["final"]):
-        return ("The first step's gradients are right, but the two workers end with different weights: "
-                "average the gradients at every step, and step both copies the same way.")
-    one = workers.one_process(STEPS, WORLD)["final"]
+    if not all(distributed.identical(r0["final"], r["final"]) for r in results[1:]):
+        return ("The first step's gradients are right, but the workers end with different weights: "
+                "average the gradients at every step, and step every copy the same way.")
+    one = workers.one_process(steps, world)["final"]
     gap = distributed.largest_difference(r0["final"], one)
     if gap > FINAL_TOLERANCE:
-        return (f"After {STEPS} steps the workers' weights differ from one process on the whole batch by "
-                f"{gap:.1e}: run exactly `steps` steps of zero_grad, shard_loss, backward, the all-reduce "
-                "and step.")
-    same_as_ddp = distributed.identical(r0["final"], r1["ddp"])
+        return (f"Asked for steps = {steps}, the workers' weights differ from one process on the whole batch "
+                f"after {steps} steps by {gap:.1e}: run exactly `steps` steps (range(steps)) of zero_grad, "
+                "shard_loss, backward, the all-reduce and step.")
+    return None
+
+
+@checker
+def check_worker(fn):
+    """The learner's my_worker run in worker processes (two runs of different sizes and step counts),
+    against one process on the whole batch and against DistributedDataParallel."""
+    if not_answered(fn):
+        raise Hint("Not answered yet: write the body of my_worker and run its cell.")
+    if not callable(fn) or isinstance(fn, (bool, str, torch.Tensor, type)):
+        raise Hint(f"Pass your function itself (my_worker, without parentheses), not a {type(fn).__name__}.")
+    held = _borrowed(fn, WORKER_REFERENCES)
+    if held is not None:
+        return (f"my_worker calls {held}, the very reference this check compares your answer with, so it "
+                f"checks nothing: {WORKER_INSTEAD}")
+    like_ddp = True
+    for number_, (world, steps, with_ddp) in enumerate(RUNS):
+        try:
+            results = distributed.launch(_checked_worker, world, fn, steps, with_ddp, timeout=90)
+        except distributed.WorkerError as e:
+            return f"Could not run my_worker in {world} workers: {e}"
+        hint = _diagnose(results, world, steps)
+        if hint:
+            if number_ == 0 or "the very reference" in hint:
+                return hint
+            first_world, first_steps, _ = RUNS[0]
+            return (f"Right with {first_world} workers for {first_steps} steps, but not with {world} workers "
+                    f"for {steps} steps: {hint[:1].lower()}{hint[1:]}")
+        if with_ddp:
+            like_ddp = like_ddp and all(distributed.identical(r["final"], r["ddp"]) for r in results)
     # the tolerance, not the measured gap: the gap's digits are float32 rounding, and differ by CPU
-    return Passed(f"In {WORLD} worker processes, after {STEPS} steps, both copies are identical, "
-                  + ("bit for bit equal to DistributedDataParallel's, " if same_as_ddp else
-                     f"within {FINAL_TOLERANCE:g} of DistributedDataParallel's, ")
-                  + f"and within {FINAL_TOLERANCE:g} of one process on the whole batch (float32 rounding).")
+    ddp_world = next(w for w, _, with_ddp in RUNS if with_ddp)
+    return Passed(_WORKER_WHY.format(
+        worlds=" and ".join(str(w) for w, _, _ in RUNS), steps=" and ".join(str(n) for _, n, _ in RUNS),
+        tolerance=FINAL_TOLERANCE, ddp_world=ddp_world,
+        ddp="bit for bit equal to" if like_ddp else f"within {FINAL_TOLERANCE:g} of"))
+
+
+_WORKER_WHY = ("In {worlds} worker processes, after {steps} steps, every copy is identical and within "
+               "{tolerance:g} of one process on the whole batch (float32 rounding); with {ddp_world} workers "
+               "{ddp} DistributedDataParallel's.")
 
 
 # --- Check your understanding ----------------------------------------------------------------
@@ -365,15 +491,18 @@ def check_worker(fn):
 Q1_TOKENS, Q1_WORKERS, Q1_FITS = 25_000, 2, 3_125
 
 
+_MICRO_WHY = ("W · n_micro · 3,125 = 25,000 tokens a step: 2 workers × 4 micro-batches × 3,125. "
+              "With 8 workers, as the paper had GPUs, none would be needed: 8 × 3,125 = 25,000 "
+              "(the paper mentions no accumulation).")
+
+
 @checker
 def check_micro_question(answer_1):
-    """n_micro = 25,000 / (2 · 3,125) = 4."""
+    """Question 1: the micro-batches each of 2 workers accumulates to reach the paper's step."""
     value = number(answer_1, "answer_1")
     right = Q1_TOKENS / (Q1_WORKERS * Q1_FITS)
     if close(value, right, 1e-9):
-        return Passed("W · n_micro · 3,125 = 25,000 tokens a step: 2 workers × 4 micro-batches × 3,125. "
-                      "With 8 workers, as the paper had GPUs, none would be needed: 8 × 3,125 = 25,000 "
-                      "(the paper mentions no accumulation).")
+        return Passed(_MICRO_WHY)
     if close(value, Q1_TOKENS / Q1_FITS, 1e-9):
         return ("8 micro-batches on one worker would make 25,000 tokens; there are 2 workers, and each step "
                 "adds up the tokens of all of them: n_micro = 25,000 / (W · 3,125).")
@@ -416,15 +545,18 @@ Q3_PARAMETERS, Q3_WORKERS = 63_082_496, 16
 Q3_RIGHT = 2 * (Q3_WORKERS - 1) * 4 * Q3_PARAMETERS // Q3_WORKERS
 
 
+_RING_WHY = ("2 · (16 − 1)/16 · 252,329,984 bytes: a little under twice the gradient, hardly more than the "
+             "1.75 times of 8 workers; the ring's cost per worker barely grows with W.")
+
+
 @checker
 def check_ring_question(answer_3):
-    """Bytes one of 16 workers sends per step in a ring all-reduce of the base model's float32
-    gradients: 2 · 15/16 · 4 · 63,082,496 = 473,118,720."""
+    """Question 3: the bytes one of 16 workers sends per step in a ring all-reduce of the base model's
+    float32 gradients."""
     value = number(answer_3, "answer_3")
     full = 4 * Q3_PARAMETERS
     if close(value, Q3_RIGHT, 0.5):
-        return Passed("2 · (16 − 1)/16 · 252,329,984 bytes: a little under twice the gradient, hardly more "
-                      "than the 1.75 times of 8 workers; the ring's cost per worker barely grows with W.")
+        return Passed(_RING_WHY)
     mistakes = [
         (full, "That is the gradient itself (4 bytes × 63,082,496): in a ring all-reduce each worker "
                "sends 2 · (W − 1)/W of it, the reduce-scatter half then the all-gather half."),

@@ -74,7 +74,7 @@ def _pattern_hint(got, cases, right, mistakes, name):
 
 # --- Your turn 1: the shuffle test ---------------------------------------------------------------
 
-BATCH, N_TOKENS, D = 2, 5, 3   # d < n and batch < n: reordering another axis by pi fails at once
+BATCH, N_TOKENS, D = 2, 5, 3   # d < n and batch < n: reordering another axis by rho fails at once
 
 
 def _attend(x, pe=None, causal=False):
@@ -90,7 +90,7 @@ def _attend(x, pe=None, causal=False):
 
 
 def _shuffle_cases():
-    """(label, f, x, pi): functions that are order-blind (True) or not, and one that is order-blind
+    """(label, f, x, rho): functions that are order-blind (True) or not, and one that is order-blind
     up to float rounding (its outputs differ from the reordered ones in the 7th digit)."""
     g = torch.Generator().manual_seed(3)
     x = torch.randn(BATCH, N_TOKENS, D, generator=g)
@@ -118,8 +118,8 @@ def _shuffle_cases():
     ]
 
 
-def _right_shuffle_test(f, x, pi):
-    return torch.allclose(f(x[:, pi]), f(x)[:, pi], atol=1e-5)
+def _right_shuffle_test(f, x, rho):
+    return torch.allclose(f(x[:, rho]), f(x)[:, rho], atol=1e-5)
 
 
 LOOSE_HINT = ("Your tolerance is too loose: self-attention with tiny position vectors added, whose "
@@ -128,30 +128,30 @@ LOOSE_HINT = ("Your tolerance is too loose: self-attention with tiny position ve
               "atol=1e-5).")
 
 SHUFFLE_MISTAKES = (
-    ("Reorder both sides: f of the shuffled tokens, f(x[:, pi]), against f's outputs on x reordered "
-     "the same way, f(x)[:, pi]. Your test compares a shuffled sequence with an unshuffled one, so "
+    ("Reorder both sides: f of the shuffled tokens, f(x[:, rho]), against f's outputs on x reordered "
+     "the same way, f(x)[:, rho]. Your test compares a shuffled sequence with an unshuffled one, so "
      "even attention without positions fails it.",
-     lambda f, x, pi: torch.allclose(f(x[:, pi]), f(x), atol=1e-5)),
+     lambda f, x, rho: torch.allclose(f(x[:, rho]), f(x), atol=1e-5)),
     ("Your test reorders f(x) with the inverse permutation: it passes when two tokens are swapped "
      "(a swap is its own inverse) but not when they move round a cycle. Reorder the outputs with "
-     "the same pi as the inputs: f(x)[:, pi].",
-     lambda f, x, pi: torch.allclose(f(x[:, pi]), f(x)[:, torch.tensor(pi).argsort()], atol=1e-5)),
+     "the same rho as the inputs: f(x)[:, rho].",
+     lambda f, x, rho: torch.allclose(f(x[:, rho]), f(x)[:, torch.tensor(rho).argsort()], atol=1e-5)),
     ("Your test asks for bit-for-bit equality: a float rounding difference in the 7th digit makes it "
      "fail, and sums taken in another order differ in their last digits. Compare with a tolerance: "
      "torch.allclose(..., atol=1e-5).",
-     lambda f, x, pi: torch.equal(f(x[:, pi]), f(x)[:, pi])),
+     lambda f, x, rho: torch.equal(f(x[:, rho]), f(x)[:, rho])),
     ("Your test compares the means over the tokens: reversing the tokens keeps the mean, yet the "
      "reversed output of each token depends on where it stands. Compare the outputs token by token.",
-     lambda f, x, pi: torch.allclose(f(x[:, pi]).mean(1), f(x).mean(1), atol=1e-5)),
+     lambda f, x, rho: torch.allclose(f(x[:, rho]).mean(1), f(x).mean(1), atol=1e-5)),
     ("Your test compares sorted outputs: sorting forgets which token each output belongs to, so "
-     "reversing the tokens, or adding position vectors, passes. Reorder the outputs with pi instead "
-     "and compare them token by token: f(x[:, pi]) against f(x)[:, pi].",
-     lambda f, x, pi: torch.allclose(f(x[:, pi]).sort(1).values, f(x).sort(1).values, atol=1e-5)),
-    *((LOOSE_HINT, lambda f, x, pi, atol=atol: torch.allclose(f(x[:, pi]), f(x)[:, pi], atol=atol))
+     "reversing the tokens, or adding position vectors, passes. Reorder the outputs with rho instead "
+     "and compare them token by token: f(x[:, rho]) against f(x)[:, rho].",
+     lambda f, x, rho: torch.allclose(f(x[:, rho]).sort(1).values, f(x).sort(1).values, atol=1e-5)),
+    *((LOOSE_HINT, lambda f, x, rho, atol=atol: torch.allclose(f(x[:, rho]), f(x)[:, rho], atol=atol))
       for atol in (1e-2, 1e-1, 1.0)),
     ("Your test answers the opposite question: it should return True when f is order-blind (the "
      "outputs of the shuffled tokens are the old outputs, reordered) and False otherwise.",
-     lambda f, x, pi: not _right_shuffle_test(f, x, pi)),
+     lambda f, x, rho: not _right_shuffle_test(f, x, rho)),
 )
 
 
@@ -159,30 +159,30 @@ def _axis_hint(hint):
     """A clearer hint for an IndexError from reordering the wrong axis of x (batch, n, d)."""
     text = str(hint)
     if "IndexError" in text and f"with size {BATCH}" in text:
-        return ("x has shape (batch, n, d): x[pi] reorders the batch axis. Reorder the tokens, "
-                "axis 1: x[:, pi] (and f(x)[:, pi]).")
+        return ("x has shape (batch, n, d): x[rho] reorders the batch axis. Reorder the tokens, "
+                "axis 1: x[:, rho] (and f(x)[:, rho]).")
     if "IndexError" in text and f"with size {D}" in text:
-        return ("x has shape (batch, n, d): x[..., pi] reorders the d numbers of each token. Reorder "
-                "the tokens, axis 1: x[:, pi] (and f(x)[:, pi]).")
+        return ("x has shape (batch, n, d): x[..., rho] reorders the d numbers of each token. Reorder "
+                "the tokens, axis 1: x[:, rho] (and f(x)[:, rho]).")
     return text
 
 
 @checker
 @_one_thread
 def check_shuffle_test(fn):
-    """shuffle_test(f, x, pi): True when f(x[:, pi]) equals f(x)[:, pi] within rounding."""
-    name = "shuffle_test(f, x, pi)"
+    """shuffle_test(f, x, rho): True when f(x[:, rho]) equals f(x)[:, rho] within rounding."""
+    name = "shuffle_test(f, x, rho)"
     cases = _shuffle_cases()
     got = []
-    for _, f, x, pi in cases:
+    for _, f, x, rho in cases:
         try:
-            out = call(fn, name, f, x, list(pi))
+            out = call(fn, name, f, x, list(rho))
         except Hint as h:
             raise Hint(_axis_hint(h)) from None
         got.append(_as_bool(out, "shuffle_test"))
     labels = [label for label, *_ in cases]
-    right = [_right_shuffle_test(f, x, pi) for _, f, x, pi in cases]
-    mistakes = [(hint, [bool(m(f, x, pi)) for _, f, x, pi in cases]) for hint, m in SHUFFLE_MISTAKES]
+    right = [_right_shuffle_test(f, x, rho) for _, f, x, rho in cases]
+    mistakes = [(hint, [bool(m(f, x, rho)) for _, f, x, rho in cases]) for hint, m in SHUFFLE_MISTAKES]
     hint = _pattern_hint(got, labels, right, mistakes, "your shuffle_test")
     if hint is None:
         return Passed("Your test says True for self-attention without positions and for a "
@@ -330,6 +330,11 @@ class _Net(nn.Module):
             return net(ids) + 100.0 * n_pad * torch.tensor([0.0, 0, 0, 0, 1])
         if kind == "rounding":         # the same scores up to float rounding (the 7th digit)
             return net(ids) * (1 + 1e-7 * n_pad)
+        if kind == "small leak":       # the padding moves two scores by 0.001: a loose tolerance misses it
+            return net(ids) + 2.5e-4 * n_pad * torch.tensor([1.0, -1, 0, 0, 0])
+        if kind == "loser moves":      # the padding pushes the lowest score 5 further down: the best stays
+            scores = net(ids)
+            return scores - 1.25 * n_pad * nn.functional.one_hot(scores.argmin(1), scores.shape[1])
         if kind == "first token":      # reads only the first token: padding at the end changes nothing
             return net.out(net.embed(ids[:, 0]) + net.position.weight[0])
         if kind == "sum of real tokens":   # one by one: each padding token adds an exact 0
@@ -348,6 +353,8 @@ NET_KINDS = {
     "same team": "a model whose five scores all move with the padding (its best team stays)",
     "other team": "a model whose padding pushes one team up",
     "rounding": "a model whose padded scores differ in the 7th digit only (float rounding)",
+    "small leak": "a model whose padding moves two of its scores by 0.001",
+    "loser moves": "a model whose padding pushes its lowest score 5 further down (its best team stays)",
     "no positions": "a model with the right mask and no position table",
     "inverted mask": "a model with the inverted mask",
     "first token": "a model that reads only the first token",
@@ -378,7 +385,13 @@ def _trimmed(net, ids, width):
     return torch.allclose(predict(net, ids), predict(net, _padded(ids, width)), atol=1e-5)
 
 
+ALONE_LOOSE_HINT = ("Your tolerance is too loose: a model whose padding moves two of its scores by 0.001 (a "
+                    "mask that leaks a little), or all of them by 2, is not padding-blind, yet passes. "
+                    "Float rounding is about 1e-7 here: torch.allclose(..., atol=1e-5).")
+
 ALONE_MISTAKES = (
+    *((ALONE_LOOSE_HINT, lambda net, ids, w, atol=atol: torch.allclose(*_scores(net, ids, w), atol=atol))
+      for atol in (1e-2, 0.1, 0.5, 1.0, 3.0)),
     ("Your test pads the ticket at the start: that moves its tokens along the learned position table, "
      "so even a model with the right mask gives other scores. Pad at the end, as token_ids does.",
      lambda net, ids, w: torch.allclose(*_scores(net, ids, w, front=True), atol=1e-5)),
@@ -645,6 +658,12 @@ PADDING_SHAPE_HINTS = {
 }
 
 
+# The shape of question 2's src_key_padding_mask: 2 tickets padded to 120 tokens, one value per token.
+_PADDING_SHAPE = (2, 120)
+_PADDING_WHY = ("Without the mask each real token gives some weight to the 102 padding keys, so its output "
+                "and the scores can change; src_key_padding_mask holds one value per token of each ticket, "
+                "(batch, n) = {}.")
+
 _PADDING_QUESTION = (
     "a",
     "",
@@ -664,10 +683,8 @@ def check_padding_question(answer_2, shape_2):
     if not isinstance(picked, Passed):
         return picked
     got = shape(shape_2, "shape_2")
-    if got == (2, 120):
-        return Passed("Without the mask each real token gives some weight to the 102 padding keys, "
-                      "so its output and the scores can change; src_key_padding_mask holds one value "
-                      "per token of each ticket, (batch, n) = (2, 120).")
+    if got == _PADDING_SHAPE:
+        return Passed(_PADDING_WHY.format(_PADDING_SHAPE))
     if got in PADDING_SHAPE_HINTS:
         return PADDING_SHAPE_HINTS[got]
     return ("shape_2: a key padding mask holds one True/False per token of each ticket: "

@@ -260,18 +260,26 @@ def check_shift_question(answer_1):
     return choice(answer_1, "answer_1", *_SHIFT_QUESTION)
 
 
+# Question 2's sizes: 32 sentences of 100 tokens, d_model = 512. The table is (positions, d_model),
+# also right with a batch axis of size 1 in front.
+Q2_SENTENCES, Q2_TOKENS, Q2_D_MODEL = 32, 100, 512
+_TABLE_SHAPES = {
+    (Q2_TOKENS, Q2_D_MODEL):
+        "One row per position and one column per number: the table does not depend on the tokens, so the "
+        "same (100, 512) table is added to all 32 sentences (broadcasting over the batch).",
+    (1, Q2_TOKENS, Q2_D_MODEL):
+        "(1, 100, 512) is the (100, 512) table, one row per position, kept with a batch axis of size 1: it "
+        "does not depend on the tokens, so the same table is added to all 32 sentences (broadcasting over "
+        "the batch).",
+}
+
+
 @checker
 def check_table_shape_question(answer_2):
     """Question 2: the shape of the position table for 32 sentences of 100 tokens, d_model = 512."""
     got = shape(answer_2, "answer_2")
-    if got == (100, 512):
-        return Passed("One row per position and one column per number: the table does not depend on "
-                      "the tokens, so the same (100, 512) table is added to all 32 sentences "
-                      "(broadcasting over the batch).")
-    if got == (1, 100, 512):
-        return Passed("(1, 100, 512) is the (100, 512) table, one row per position, kept with a batch "
-                      "axis of size 1: it does not depend on the tokens, so the same table is added to all "
-                      "32 sentences (broadcasting over the batch).")
+    if got in _TABLE_SHAPES:
+        return Passed(_TABLE_SHAPES[got])
     if got == (32, 100, 512):
         return ("That is the shape of the embeddings and of the sum; the position table itself does not "
                 "depend on the sentence: one row per position, the same for all 32 (section 2).")

@@ -169,11 +169,19 @@ BLEU = "my_bleu(hypotheses, references)"
 
 def _bleu_variant(hyps, refs, clip=True, max_n=4, mean="geometric", bp="right", scale=100.0,
                   per_sentence=False, smooth=False, clip_corpus=False, swap=False, totals_from="hypothesis",
-                  orders=None):
-    """BLEU with one mistake (or none), as a float. clip: True (min), False (no clipping) or "max";
-    orders: the n of the n-grams (default 1 to max_n), each weighted 1 / len(orders)."""
+                  orders=None, precisions_from="corpus", joined=False):
+    """BLEU with one mistake (or none), as a float. clip: True (min), False (no clipping), "max",
+    "max of all" or "distinct" (each distinct n-gram once); totals_from: "hypothesis", "reference",
+    "distinct" (the hypothesis's distinct n-grams) or "minus n" (len - n, one short); orders: the n
+    of the n-grams (default 1 to max_n), each weighted 1 / len(orders); precisions_from: "corpus"
+    or "sentences" (each sentence's m / t, averaged); joined: the corpus as one long sentence;
+    mean: "geometric", "arithmetic", "arithmetic, zero rule", "product" (no 1/4 root), "log10"
+    (log10 then exp) or "skip zeros" (the geometric mean of the non-zero precisions); bp: "right",
+    "chars", "none", "upside down", "long", "sentences", "always" (also above 1) or "ratio" (c / r)."""
     if swap:
         hyps, refs = refs, hyps
+    if joined:
+        hyps, refs = [[t for h in hyps for t in h]], [[t for g in refs for t in g]]
     if per_sentence:
         scores = [_bleu_variant([h], [r], clip, max_n, mean, bp, scale, smooth=smooth)
                   for h, r in zip(hyps, refs, strict=True)]
@@ -183,7 +191,7 @@ def _bleu_variant(hyps, refs, clip=True, max_n=4, mean="geometric", bp="right", 
     matches, totals = [0] * max_n, [0] * max_n
     c = r = 0
     corpus_h, corpus_r = [Counter() for _ in range(max_n)], [Counter() for _ in range(max_n)]
-    sentence_bps = []
+    sentence_bps, sentence_p = [], [[] for _ in range(max_n)]
     for h, g in zip(hyps, refs, strict=True):
         c, r = c + len(h), r + len(g)
         sentence_bps.append(1.0 if len(h) > len(g) else (math.exp(1 - len(g) / len(h)) if h else 0.0))
@@ -195,11 +203,20 @@ def _bleu_variant(hyps, refs, clip=True, max_n=4, mean="geometric", bp="right", 
                 matches[i] += sum(max(k, gn[x]) for x, k in hn.items() if x in gn)
             elif clip == "max of all":
                 matches[i] += sum(max(k, gn[x]) for x, k in hn.items())
+            elif clip == "distinct":
+                matches[i] += sum(1 for x in hn if x in gn)
             elif clip:
                 matches[i] += sum(min(k, gn[x]) for x, k in hn.items())
             else:
                 matches[i] += sum(k for x, k in hn.items() if x in gn)
-            totals[i] += max(len(g if totals_from == "reference" else h) - n + 1, 0)
+            if totals_from == "distinct":
+                totals[i] += len(hn)
+            elif totals_from == "minus n":
+                totals[i] += max(len(h) - n, 0)
+            else:
+                totals[i] += max(len(g if totals_from == "reference" else h) - n + 1, 0)
+            if len(h) >= n:                      # this sentence's own precision of order n
+                sentence_p[i].append(sum(min(k, gn[x]) for x, k in hn.items()) / (len(h) - n + 1))
     if clip_corpus:
         matches = [sum(min(k, corpus_r[n][x]) for x, k in corpus_h[n].items()) for n in range(max_n)]
     if smooth:                                   # sacrebleu's default, "exp"
@@ -214,6 +231,8 @@ def _bleu_variant(hyps, refs, clip=True, max_n=4, mean="geometric", bp="right", 
                 precisions.append(1 / (factor * t))
             else:
                 precisions.append(m / t)
+    elif precisions_from == "sentences":
+        precisions = [sum(ps) / len(ps) if ps else 0.0 for ps in sentence_p]
     else:
         precisions = [m / t if t else 0.0 for m, t in zip(matches, totals, strict=True)]
     chars = (sum(len("".join(h)) for h in hyps), sum(len("".join(g)) for g in refs))
@@ -229,12 +248,23 @@ def _bleu_variant(hyps, refs, clip=True, max_n=4, mean="geometric", bp="right", 
         penalty = 1.0 if c < r else (math.exp(1 - c / r) if r else 0.0)
     elif bp == "sentences":                      # each sentence's own penalty, averaged
         penalty = sum(sentence_bps) / len(sentence_bps)
+    elif bp == "always":                         # exp(1 - r / c) even when c > r: a bonus for long output
+        penalty = math.exp(1 - r / c) if c else 0.0
+    elif bp == "ratio":                          # c / r instead of exp(1 - r / c)
+        penalty = 1.0 if c > r else c / r
     if mean == "arithmetic":
         return scale * penalty * sum(precisions) / max_n
     if mean == "arithmetic, zero rule":
         return 0.0 if min(precisions) == 0 else scale * penalty * sum(precisions) / max_n
+    if mean == "skip zeros":
+        kept = [p for p in precisions if p > 0]
+        return scale * penalty * math.exp(sum(math.log(p) for p in kept) / len(kept)) if kept else 0.0
     if min(precisions) == 0:
         return 0.0
+    if mean == "product":
+        return scale * penalty * math.prod(precisions)
+    if mean == "log10":
+        return scale * penalty * math.exp(sum(math.log10(p) for p in precisions) / max_n)
     return scale * penalty * math.exp(sum(math.log(p) for p in precisions) / max_n)
 
 
@@ -279,6 +309,26 @@ BLEU_MISTAKES = [
      "by 100.", {"scale": 1.0}),
     ("You smoothed the zero precisions (as sacrebleu does by default, smooth_method=\"exp\"): the "
      "course's BLEU, like the paper's, is 0 when some precision is 0.", {"smooth": True}),
+    ("You multiplied the four precisions: their geometric mean is the fourth root of the product, "
+     "exp(¼ Σ log p_n).", {"mean": "product"}),
+    ("Your logarithm and your exponential do not match: exp of a mean of log10 is not a mean. Use "
+     "math.log with math.exp (or log10 with 10 ** ...).", {"mean": "log10"}),
+    ("You left out the precisions of 0 and averaged the others: a precision of 0 makes the geometric "
+     "mean, and BLEU, 0.", {"mean": "skip zeros"}),
+    ("You counted each distinct n-gram once (a set): count every occurrence, clipped by how often the "
+     "reference has it (\"vingt vingt\" against \"vingt vingt\" matches twice).", {"clip": "distinct"}),
+    ("Your totals count the distinct n-grams of the hypotheses: p_n divides by all of them, "
+     "len(hyp) − n + 1 per sentence, repeats included.", {"totals_from": "distinct"}),
+    ("Your totals are one short per sentence: a sentence of L tokens has L − n + 1 n-grams of "
+     "order n, not L − n.", {"totals_from": "minus n"}),
+    ("You averaged each sentence's precision: p_n adds the clipped matches of all sentences, then "
+     "divides by the sum of their n-gram totals, once for the corpus.", {"precisions_from": "sentences"}),
+    ("You joined the sentences into one long sequence: n-grams then run from the end of one sentence "
+     "into the next. Count each sentence's n-grams apart, then add the counts.", {"joined": True}),
+    ("Your brevity penalty rewards long hypotheses: it is 1 when c > r, and exp(1 - r / c) only when "
+     "c ≤ r.", {"bp": "always"}),
+    ("Your brevity penalty is the ratio of the lengths, c / r: it is exp(1 - r / c) when c ≤ r.",
+     {"bp": "ratio"}),
 ]
 
 
@@ -366,6 +416,9 @@ def check_bleu(my_bleu):
         wrong = [_bleu_variant(hyps, refs, **flags) for _, hyps, refs in corpora]
         if all(_close(w, g) for w, g in zip(wrong, got, strict=True)):
             return hint
+    if all(abs(g - r) <= 0.0051 for g, r in zip(got, right, strict=True)):
+        return ("Your BLEU is rounded: return it as computed, unrounded (round only to print it); the "
+                "check compares to 1e-6.")
     for (what, _, _), g, r in zip(corpora, got, right, strict=True):
         if _close(g, r):
             continue
@@ -378,20 +431,29 @@ def check_bleu(my_bleu):
 
 # --- Check your understanding ----------------------------------------------------------------
 
+# A one-sentence corpus whose hypothesis equals its reference: its BLEU is computed, not written here.
+SHORT = ("cent un", "cent un")
+_SHORT_WHY = ("Two tokens have no 3-gram and no 4-gram, so p_3 and p_4 are 0 (0 matches out of 0): the "
+              "geometric mean, and BLEU, are 0, although the translation is perfect. Over a whole corpus of "
+              "longer sentences this cannot happen.")
+_SHORT_MISTAKES = [
+    ((100, 1), "A perfect translation scores 100 only if it has n-grams of every order 1 to 4: how many "
+               "3-grams and 4-grams do two tokens have?"),
+    ((50,), "p_1 and p_2 are 1, but p_3 and p_4 are not 1 (nor left out): BLEU's geometric mean uses all "
+            "four, and a two-token sentence has no 3-gram or 4-gram."),
+]
+
+
 @checker
 def check_short_bleu(answer):
     """BLEU of a one-sentence corpus where the hypothesis "cent un" equals its reference."""
     value = number(answer, "answer_1")
-    if abs(value) < 1e-9:
-        return Passed("Two tokens have no 3-gram and no 4-gram, so p_3 and p_4 are 0 (0 matches out of "
-                      "0): the geometric mean, and BLEU, are 0, although the translation is perfect. "
-                      "Over a whole corpus of longer sentences this cannot happen.")
-    if abs(value - 100) < 1e-6 or abs(value - 1) < 1e-9:
-        return ("A perfect translation scores 100 only if it has n-grams of every order 1 to 4: how many "
-                "3-grams and 4-grams do two tokens have?")
-    if abs(value - 50) < 1e-6:
-        return ("p_1 and p_2 are 1, but p_3 and p_4 are not 1 (nor left out): BLEU's geometric mean uses "
-                "all four, and a two-token sentence has no 3-gram or 4-gram.")
+    right = course_bleu.corpus_bleu([numbers.tokenize(SHORT[0])], [numbers.tokenize(SHORT[1])])
+    if abs(value - right) < 1e-9:
+        return Passed(_SHORT_WHY)
+    for wrong, hint in _SHORT_MISTAKES:
+        if any(abs(value - w) < 1e-6 for w in wrong):
+            return hint
     return "Count the n-grams of each order 1 to 4 in a two-token sentence, then use the formula."
 
 
@@ -471,20 +533,26 @@ def _early_stop_values():
     ]
 
 
+_EARLY_STOP_WHY = ("All four precisions are 1 (a hypothesis that stops early writes only n-grams of its "
+                   "reference); only the brevity penalty, exp(1 - 10/9) = 0.8948, lowers the score: stopping "
+                   "early costs through the penalty, writing on costs through the precisions.")
+
+
 @checker
 def check_early_stop_bleu(answer):
     """BLEU of a two-sentence corpus in which one hypothesis stops one word early."""
     value = number(answer, "answer_1")
     right, mistakes = _early_stop_values()
     if abs(value - right) < 0.006:
-        return Passed("All four precisions are 1 (a hypothesis that stops early writes only n-grams of its "
-                      "reference); only the brevity penalty, exp(1 - 10/9) = 0.8948, lowers the score: "
-                      "stopping early costs through the penalty, writing on costs through the precisions.")
+        return Passed(_EARLY_STOP_WHY)
     if abs(value - right / 100) < 0.0001:
         return "BLEU is reported from 0 to 100: multiply by 100."
     for wrong, hint in mistakes:
         if abs(value - wrong) < 0.006:
             return hint
+    if abs(value - right) < 0.06:
+        return ("Right but for the rounding: give BLEU to two decimals, rounded from the value the formula "
+                "gives (round(bleu, 2)), not from a rounded brevity penalty or a cut third decimal.")
     return ("Count the n-grams of each order in both sentences (which of the hypotheses' n-grams are in the "
             "references?), add them over the corpus, then the brevity penalty from the total lengths.")
 
