@@ -364,7 +364,7 @@ def test_micro_question(capsys):
     assert printed(capsys, check_micro_question, 4).startswith(PASSED)
     assert printed(capsys, check_micro_question, 4.0).startswith(PASSED)
     assert "there are 2 workers" in printed(capsys, check_micro_question, 8)
-    assert "paper's case" in printed(capsys, check_micro_question, 1)
+    assert "as the paper had 8 GPUs" in printed(capsys, check_micro_question, 1)
     assert "12,500 tokens" in printed(capsys, check_micro_question, 2)
     assert "Count the tokens" in printed(capsys, check_micro_question, 5)
 

@@ -507,8 +507,8 @@ def check_micro_question(answer_1):
         return ("8 micro-batches on one worker would make 25,000 tokens; there are 2 workers, and each step "
                 "adds up the tokens of all of them: n_micro = 25,000 / (W · 3,125).")
     if close(value, 1, 1e-9) or close(value, Q1_TOKENS / (8 * Q1_FITS), 1e-9):
-        return ("That is the paper's case, 8 workers of 3,125 tokens: here there are only 2, so each must "
-                "accumulate several micro-batches to reach 25,000 tokens.")
+        return ("That is the case of 8 workers of 3,125 tokens, as the paper had 8 GPUs: here there are "
+                "only 2, so each must accumulate several micro-batches to reach 25,000 tokens.")
     if close(value, 2, 1e-9):
         return ("With 2 micro-batches, 2 workers process 2 · 2 · 3,125 = 12,500 tokens a step, half the "
                 "paper's: n_micro = 25,000 / (W · 3,125).")
