@@ -146,6 +146,8 @@ REUSES = [
     Reuse("\\epsilon", "Adam's constant, in the paper's own words (05 §1 quotes them, then writes "
           "ε_Adam)", ("05:Adam",)),
     Reuse("v_t", "Adam's second moment, beside v, a value vector: the subscript t marks Adam's", ()),
+    Reuse("r", "a worker's rank, 0 to W − 1 (10's shards of unequal size: worker r holds n_r tokens)",
+          ("10:Your turn 2",)),
     Reuse("i", "a row, feature or head index in a sum or a table (x_i, row i), beside 01's pair index", ()),
 ]
 
