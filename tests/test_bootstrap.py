@@ -5,12 +5,9 @@ working tree.
 """
 
 import os
-import shutil
 import subprocess
 import sys
 
-import nbformat
-import papermill
 import pytest
 
 from helpers.course import notebooks
@@ -60,23 +57,7 @@ def test_bootstrap_finds_the_checkout_without_cloning():
     assert run.stdout == f"imported {notebooks.ROOT / 'helpers' / '__init__.py'}\n"
 
 
-@pytest.mark.parametrize("folder", ["notebooks", "solutions"])
-# 08 and 09 load model and data files from the clone; 10 starts worker processes that import it
-@pytest.mark.parametrize("stem", ["01_positions", "08_decoding", "09_translation", "10_many_workers"])
-def test_notebook_runs_alone_in_an_empty_folder(stem, folder, tmp_path, local_remote, monkeypatch):
-    source = notebooks.ROOT / folder / f"{stem}.ipynb"
-    alone = tmp_path / "alone"
-    alone.mkdir()
-    shutil.copy(source, alone)
-    monkeypatch.setenv("COURSE_REPO_URL", local_remote)
-    monkeypatch.delenv("PYTHONPATH", raising=False)
-    out = tmp_path / "out.ipynb"
-    papermill.execute_notebook(str(alone / source.name), str(out), cwd=str(alone),
-                               kernel_name="python3", progress_bar=False)
-    nb = nbformat.read(out, as_version=4)
-    from helpers import course
-    assert (alone / course.CLONE_DIR / "helpers" / "__init__.py").is_file()
-    assert all(o.output_type != "error" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+# Every exercise copy is also run alone in an empty folder: tests/test_exercises_run.py.
 
 
 def test_skipping_the_setup_cell_says_to_run_it(tmp_path):

@@ -1,22 +1,43 @@
-"""Every untouched exercise notebook runs top to bottom; its checks say "Not answered yet".
+"""Every untouched exercise notebook runs top to bottom, alone in an empty folder, as Colab and
+Kaggle run it; its checks say "Not answered yet".
 
-One test class per notebook: with pytest -n and --dist loadscope each class is a unit of work,
-so the exercise notebooks run in parallel with each other and with the solutions' cells.
+Alone: the notebook is copied into an empty folder and its bootstrap cell clones the course from
+a local repository made from this working tree (``COURSE_REPO_URL``, no network), so one run
+proves both that an untouched copy runs to the end and that the shipped model and data files,
+and the worker processes of notebook 10, are found through the clone. One test class per
+notebook: with pytest -n and --dist loadscope each class is a unit of work, so the exercise
+notebooks run in parallel with each other and with the solutions' cells.
 """
 
 import nbformat
 import papermill
+import pytest
 
+from helpers import course
 from helpers.course import notebooks
+from platforms import local_course_repo
 
 EXERCISES = sorted(notebooks.EXERCISES.glob("*.ipynb"))
 
 
-def run_untouched(path, tmp_path):
+@pytest.fixture(scope="class")
+def local_remote(tmp_path_factory):
+    """A git repository holding this working tree's helpers/, on the branch REPO_REF."""
+    return local_course_repo(tmp_path_factory.mktemp("remote") / "course", course.REPO_REF)
+
+
+def run_untouched(path, tmp_path, remote, monkeypatch):
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / path.name).write_bytes(path.read_bytes())
+    monkeypatch.setenv("COURSE_REPO_URL", remote)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
     out = tmp_path / path.name
-    papermill.execute_notebook(str(path), str(out), cwd=str(path.parent), kernel_name="python3",
+    papermill.execute_notebook(str(alone / path.name), str(out), cwd=str(alone), kernel_name="python3",
                                progress_bar=False, log_output=False)
+    assert (alone / course.CLONE_DIR / "helpers" / "__init__.py").is_file(), "the setup cell did not clone"
     nb = nbformat.read(out, as_version=4)
+    assert all(o.output_type != "error" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     checks = [c for c in nb.cells if "check" in notebooks.tags(c)]
     assert checks
     for cell in checks:
@@ -27,11 +48,12 @@ def run_untouched(path, tmp_path):
 
 
 def _test_class(path):
-    def test_untouched_exercise_runs_and_checks_say_not_answered(self, tmp_path):
-        run_untouched(path, tmp_path)
+    def test_untouched_exercise_runs_alone_and_checks_say_not_answered(self, tmp_path, local_remote,
+                                                                       monkeypatch):
+        run_untouched(path, tmp_path, local_remote, monkeypatch)
     return type(f"TestExercise_{path.stem}", (), {
-        "test_untouched_exercise_runs_and_checks_say_not_answered":
-            test_untouched_exercise_runs_and_checks_say_not_answered})
+        "test_untouched_exercise_runs_alone_and_checks_say_not_answered":
+            test_untouched_exercise_runs_alone_and_checks_say_not_answered})
 
 
 for _path in EXERCISES:
@@ -40,4 +62,5 @@ for _path in EXERCISES:
 
 
 def test_there_is_an_exercise_copy_of_every_notebook():
-    assert len(EXERCISES) >= 7
+    stems = {stem for stem, *_ in course.NOTEBOOKS}
+    assert {p.stem for p in EXERCISES} == stems
