@@ -12,7 +12,7 @@ from helpers.checks import PASSED
 from helpers.checks.distributed import (check_accumulation, check_micro_question, check_ring_question,
                                         check_seeds_question, check_worker)
 from helpers.distributed import n_tokens, token_loss
-from helpers.tasks.workers import LR, SEED, new_model, shard_loss
+from helpers.tasks.workers import LR, SEED, new_model, shard_loss, step_batch
 from printed import printed
 from tests.fuzz import assert_survives, wrong_functions, wrong_tensors
 
@@ -573,6 +573,20 @@ def rank_0_shard_everywhere(rank, world_size, steps):
     return model
 
 
+def whole_batch_everywhere(rank, world_size, steps):
+    torch.manual_seed(SEED)
+    model = new_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    for step in range(steps):
+        optimizer.zero_grad()
+        token_loss(model, *step_batch(step, world_size)).backward()
+        for p in model.parameters():
+            dist.all_reduce(p.grad)
+            p.grad /= world_size
+        optimizer.step()
+    return model
+
+
 @pytest.mark.parametrize("fn", [worker_calling(reduce_then_broadcast), worker_calling(all_gather_then_mean)],
                          ids=["reduce then broadcast", "all_gather then mean"])
 def test_worker_accepts_the_other_right_collectives(fn, capsys):
@@ -589,6 +603,7 @@ ISSUE_39_WORKER_CASES = [
     (worker_calling(divides_by_two), "you divided by 2, not by world_size"),
     (step_before_reduce, "You called optimizer.step() before the all-reduce"),
     (rank_0_shard_everywhere, "Every worker computed its loss on worker 0's shard"),
+    (whole_batch_everywhere, "Every worker computed the gradient of the whole batch"),
 ]
 
 
@@ -602,7 +617,7 @@ def test_worker_names_each_issue_39_mistake(fn, words, capsys):
 SPAWNED = '''
 import torch
 import torch.distributed as dist
-from helpers.tasks.workers import LR, SEED, new_model, shard_loss
+from helpers.tasks.workers import LR, SEED, new_model, shard_loss, step_batch
 
 def my_worker(rank, world_size, steps):
     torch.manual_seed(SEED)

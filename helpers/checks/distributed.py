@@ -234,7 +234,7 @@ WORKER_INSTEAD = ("after loss.backward(), dist.all_reduce every p.grad yourself 
 def _checked_worker(rank, world_size, fn, steps, with_ddp=True):
     """Run the learner's worker function with its collectives, backward passes and optimizer steps
     recorded and the references blocked; then (with_ddp) DistributedDataParallel's run of the same steps."""
-    events, first_grads, models = [], [], []
+    events, first_grads, models, local = [], [], [], []
     real_new_model = workers.new_model
     namespace = getattr(fn, "__globals__", {})
 
@@ -242,8 +242,15 @@ def _checked_worker(rank, world_size, fn, steps, with_ddp=True):
         model = real_new_model()
         models.append((model, {k: v.clone() for k, v in model.state_dict().items()}))
         first = next(model.parameters())
-        first.register_post_accumulate_grad_hook(lambda p: events.append("backward"))
+        first.register_post_accumulate_grad_hook(backward_done)
         return model
+
+    def backward_done(p):
+        """After a backward(): the event, and the first one's gradient of this worker's own (before
+        any all-reduce)."""
+        events.append("backward")
+        if not local and p.grad is not None:
+            local.append(p.grad.detach().clone())
 
     def kind(tensor):
         for model, _ in models:
@@ -308,7 +315,7 @@ def _checked_worker(rank, world_size, fn, steps, with_ddp=True):
     model = returned if isinstance(returned, torch.nn.Module) else (models[-1][0] if models else None)
     return {"error": error, "reference": reference, "events": events, "returned": type(returned).__name__,
             "models": len(models), "initial": models[0][1] if models else None,
-            "grads": first_grads[0] if first_grads else None,
+            "grads": first_grads[0] if first_grads else None, "local": local[0] if local else None,
             "final": None if model is None else {k: v.detach().clone()
                                                  for k, v in model.state_dict().items()},
             "ddp": ddp}
@@ -433,6 +440,12 @@ def _diagnose(results, world, steps):
                     "(reduce p.grad itself, in place, after backward()).")
         return ("At the first optimizer.step() the gradients are not the mean of the workers' "
                 "gradients: after backward(), dist.all_reduce(p.grad) then p.grad /= world_size.")
+    first = next(iter(right))
+    if all(r["local"] is not None and _scaled_like({first: r["local"]}, {first: right[first]}, 1.0)
+           for r in results):
+        return ("Every worker computed the gradient of the whole batch, so the all-reduce averaged "
+                f"{world} copies of one gradient: the right step, with no work shared. Each worker "
+                "computes shard_loss(model, step, rank, world_size), its own shard's loss.")
     if not all(distributed.identical(r0["final"], r["final"]) for r in results[1:]):
         return ("The first step's gradients are right, but the workers end with different weights: "
                 "average the gradients at every step, and step every copy the same way.")
