@@ -34,7 +34,6 @@ import pathlib
 import random
 import re
 import time
-from collections import Counter
 from typing import NamedTuple
 
 import torch
@@ -61,13 +60,13 @@ N_TEST = 500           # English sentences held out
 MERGES = 2000          # byte-pair merges learnt on the training texts
 UNK = "<unk>"          # a piece never seen in training (a character no training text has)
 SIZE = {"d": 128, "h": 4, "d_ff": 512, "n_layers": 2}
-BUDGET = 2000          # positions per side in a batch (padding included)
+BUDGET = 1000          # positions per side in a batch (padding included)
 WARMUP = 1000
-STEPS = 8000
+STEPS = 4000
 EVERY = 100            # a checkpoint every EVERY steps; the last KEEP are averaged
 KEEP = 5
-MILESTONES = (500, 1000, 2000, 4000, 8000)     # steps at which the shipped run is measured
-ABLATION_STEPS = 2000
+MILESTONES = (500, 1000, 2000, 3000, 4000)     # steps at which the shipped run is measured
+ABLATION_STEPS = 1000
 ABLATION_SEEDS = (0, 1, 2)
 
 
@@ -334,24 +333,22 @@ def train_run(seed=0, steps=STEPS, eps_ls=0.1, milestones=MILESTONES, progress=T
     opt, sched = adam_with_warmup(model, d_model=SIZE["d"], warmup=WARMUP)
     loss_fn = torch.nn.CrossEntropyLoss(ignore_index=PAD, label_smoothing=eps_ls)
     next_batch = batches(encode_pairs(train_pairs, pieces), gen)
-    kept, start = [], time.time()
-
-    def evaluate(m, step):
-        return {}
-
+    kept, seconds = [], 0.0
     done = 0
     for stop in sorted(set(milestones) | {steps}):
         if stop > steps:
             break
         # train in stretches of EVERY steps, keeping a copy at each
         while done < stop:
+            start = time.time()
             train(model, opt, sched, loss_fn, steps=EVERY, next_batch=next_batch, progress=False)
+            seconds += time.time() - start
             done += EVERY
             kept = (kept + [{k: v.detach().clone() for k, v in model.state_dict().items()}])[-KEEP:]
             if progress and done % 500 == 0:
-                print(f"step {done}: {time.time() - start:.0f} s", flush=True)
+                print(f"step {done}: {seconds:.0f} s of training", flush=True)
         if on_milestone is not None and stop in milestones:
-            on_milestone(stop, model.state_dict(), average_weights(kept), time.time() - start)
+            on_milestone(stop, model.state_dict(), average_weights(kept), seconds)
     return model, average_weights(kept)
 
 
@@ -382,23 +379,27 @@ def ship(seed=0, steps=STEPS, folder=CHECKPOINTS, curve=CURVE, threads=1):
     w = world()
     test = w["split"][1]
     rows = []
+    folder = pathlib.Path(folder)
 
     def on_milestone(step, last, averaged, seconds):
         row = {"step": step, "minutes": seconds / 60,
                "last": measure(last, w["pieces"], test, beam=False),
-               "averaged": measure(averaged, w["pieces"], test, beam=step == steps)}
+               "averaged": measure(averaged, w["pieces"], test, beam=step >= 2000)}
         rows.append(row)
         print(json.dumps(row), flush=True)
         pathlib.Path(curve).write_text(json.dumps(
             {"seed": seed, "steps": steps, "recipe": recipe(0.1), "threads": threads,
              "milestones": rows}, indent=1) + "\n")
-        if step in (2000,):
-            torch.save({k: v.half() for k, v in averaged.items()},
-                       pathlib.Path(folder) / f"tatoeba_step{step}_seed{seed}.pt")
+        if step >= 2000:                # the model so far, in case the run is stopped
+            folder.mkdir(parents=True, exist_ok=True)
+            torch.save({k: v.half() for k, v in averaged.items()}, folder / MODEL)
+        if step == ABLATION_STEPS:      # the ablation's run of this seed with label smoothing 0.1
+            add_ablation_row({"seed": seed, "eps_ls": 0.1, "steps": step, "minutes": seconds / 60,
+                              "last": measure(last, w["pieces"], test),
+                              "averaged": measure(averaged, w["pieces"], test)})
 
     _, averaged = train_run(seed, steps, 0.1, progress=True, threads=threads, on_milestone=on_milestone,
                             world=w)
-    folder = pathlib.Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     torch.save({k: v.half() for k, v in averaged.items()}, folder / MODEL)
     return folder / MODEL
@@ -408,6 +409,14 @@ def recipe(eps_ls):
     return {"model": SIZE, "dropout": 0.1, "label_smoothing": eps_ls, "adam": [0.9, 0.98, 1e-9],
             "warmup": WARMUP, "budget": BUDGET, "merges": MERGES, "checkpoints_every": EVERY,
             "averaged": KEEP}
+
+
+def add_ablation_row(row, path=ABLATION):
+    path = pathlib.Path(path)
+    runs = json.loads(path.read_text())["runs"] if path.exists() else []
+    key = (row["seed"], row["eps_ls"], row["steps"])
+    runs = [r for r in runs if (r["seed"], r["eps_ls"], r["steps"]) != key]
+    path.write_text(json.dumps({"recipe": recipe(None), "runs": [*runs, row]}, indent=1) + "\n")
 
 
 def run_ablation(seeds=ABLATION_SEEDS, steps=ABLATION_STEPS, path=ABLATION, threads=1):
@@ -431,10 +440,9 @@ def run_ablation(seeds=ABLATION_SEEDS, steps=ABLATION_STEPS, path=ABLATION, thre
 
             train_run(seed, steps, eps_ls, milestones=(steps,), progress=False, threads=threads,
                       on_milestone=on_milestone, world=w)
-            runs.append({"seed": seed, "eps_ls": eps_ls, "steps": steps, **got})
+            add_ablation_row({"seed": seed, "eps_ls": eps_ls, "steps": steps, **got}, path)
             print(f"seed {seed}, eps_ls {eps_ls}: {time.time() - start:.0f} s", json.dumps(got), flush=True)
-            pathlib.Path(path).write_text(json.dumps({"recipe": recipe(None), "runs": runs}, indent=1) + "\n")
-    return runs
+    return json.loads(pathlib.Path(path).read_text())["runs"]
 
 
 def main(argv=None):
