@@ -311,7 +311,7 @@ def perplexity(model, encoded, budget=BUDGET):
 
 def exact_share(hypotheses, references):
     """The share of hypotheses equal to one of their references (after 13a tokenization)."""
-    return sum(tokenize_13a(h) in {tokenize_13a(r) for r in refs}
+    return sum(tuple(tokenize_13a(h)) in {tuple(tokenize_13a(r)) for r in refs}
                for h, refs in zip(hypotheses, references, strict=True)) / len(hypotheses)
 
 
@@ -373,7 +373,7 @@ def world():
     return {"split": (train_pairs, test), "pieces": pieces_for()}
 
 
-def ship(seed=0, steps=STEPS, folder=CHECKPOINTS, curve=CURVE, threads=1):
+def ship(seed=0, steps=STEPS, folder=CHECKPOINTS, curve=CURVE, threads=1, milestones=MILESTONES):
     """The shipped run: train, measure at each milestone (the last and the averaged weights),
     write the curve's JSON and the averaged model of the last step, float16."""
     w = world()
@@ -398,8 +398,8 @@ def ship(seed=0, steps=STEPS, folder=CHECKPOINTS, curve=CURVE, threads=1):
                               "last": measure(last, w["pieces"], test),
                               "averaged": measure(averaged, w["pieces"], test)})
 
-    _, averaged = train_run(seed, steps, 0.1, progress=True, threads=threads, on_milestone=on_milestone,
-                            world=w)
+    _, averaged = train_run(seed, steps, 0.1, milestones, progress=True, threads=threads,
+                            on_milestone=on_milestone, world=w)
     folder.mkdir(parents=True, exist_ok=True)
     torch.save({k: v.half() for k, v in averaged.items()}, folder / MODEL)
     return folder / MODEL
