@@ -45,7 +45,8 @@ def split_with(by_pair=False, lose=False, duplicate=False, file_order=False, kee
 
 SPLIT_WORDS = {"by_pair": "you split the pairs, not the English sentences",
                "lose": "test lost references", "duplicate": "references duplicated",
-               "file_order": "depends on the file's order", "keep_shared": "has a test reference as its French",
+               "file_order": "depends on the file's order",
+               "keep_shared": "has a test reference as its French",
                "global_random": "Two calls with the same seed drew different test sentences"}
 
 
