@@ -15,16 +15,21 @@ sentence has several references.
   all their pairs (every reference); the training pairs are the others, less those whose French
   is a test reference. ``split()``: the shipped split (500 test sentences, seed ``SEED``).
 - ``words(text)`` / ``detokenize(words, french)``: words with punctuation apart, and back.
-- ``merges()``, ``segmenter()``, ``vocabulary()``: byte-pair pieces learnt on the training
-  texts (English and French together, one shared vocabulary, paper §5.1), with ``<unk>`` for a
-  piece never seen in training.
+- ``merges()`` and ``pieces_for()``: byte-pair merges learnt on the training texts (English and
+  French together, paper §5.1; shipped in ``data/tatoeba_merges.txt``, made by ``--merges``) and
+  ``Pieces``, sentences to ids and back with one shared vocabulary, ``<unk>`` for a piece never
+  seen in training.
 - ``batches(pairs, ...)``: batches by tokens (``helpers.distributed.token_batches``), a new
   random order of them each epoch.
-- ``translate(model, english, beam)``: sentences in, French text out (greedy or beam 4,
-  α 0.6, input + 50); ``references_of(test)``: each test sentence's references.
-- ``train_run``: the shipped training run (``python -m helpers.tasks.tatoeba --train``),
-  ``run_ablation`` (``--ablation``): label smoothing 0 / 0.1 over seeds, last against averaged
-  weights, greedy against beam.
+- ``translate(model, english, pieces, beam)``: sentences in, French text out (greedy or beam 4,
+  α 0.6, input + 50); ``references_of(test)``: each test sentence's references; ``bleu_all`` /
+  ``bleu_first``: sacrebleu with its defaults against all references or the first.
+- ``ship`` (``python -m helpers.tasks.tatoeba --train``): the shipped model, 4,000 steps of
+  ``train_run`` with seed 0 on one thread (about 16 minutes of training on the course's 2-core
+  CPU), measured at each of MILESTONES into ``data/tatoeba_curve.json``, the last 5 checkpoints
+  averaged and stored in float16; ``run_ablation`` (``--ablation``): label smoothing 0 / 0.1 for
+  seeds 0-2, 1,000 steps each, last against averaged weights, greedy against beam, into
+  ``data/tatoeba_ablation.json`` (the seed-0 run with label smoothing 0.1 is written by ``--train``).
 """
 
 import argparse
