@@ -17,6 +17,7 @@ Sentences are lists of tokens; one reference per hypothesis.
 """
 
 import math
+import re
 from collections import Counter
 
 MAX_N = 4
@@ -87,3 +88,59 @@ def sacrebleu_score(hypotheses, references, tokenize="none", smooth_method="none
     result = sacrebleu.corpus_bleu([text(h) for h in hypotheses], [[text(r) for r in references]],
                                    tokenize=tokenize, smooth_method=smooth_method)
     return result.score
+
+
+# --- several references per sentence, and sacrebleu's default tokenizer ----------------------
+
+_13A = [(re.compile(r"([\{-\~\[-\` -\&\(-\+\:-\@\/])"), r" \1 "),    # punctuation apart
+        (re.compile(r"([^0-9])([\.,])"), r"\1 \2 "),                 # . and , unless after a digit
+        (re.compile(r"([\.,])([^0-9])"), r" \1 \2"),                 # . and , unless before a digit
+        (re.compile(r"([0-9])(-)"), r"\1 \2 ")]                      # a dash after a digit
+
+
+def tokenize_13a(text):
+    """sacrebleu's default tokenizer ("13a", mteval-v13a's, used by WMT) as a list of tokens:
+    punctuation apart, except "." and "," next to a digit, the apostrophe and the hyphen between
+    letters ("c'est", "peut-être" stay one token)."""
+    line = text.replace("<skipped>", "").replace("-\n", "").replace("\n", " ")
+    if "&" in line:
+        line = line.replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
+    line = f" {line} "
+    for pattern, replacement in _13A:
+        line = pattern.sub(replacement, line)
+    return line.split()
+
+
+def closest_length(c, lengths):
+    """The reference length closest to a hypothesis of c tokens; a tie goes to the shorter."""
+    return min(lengths, key=lambda r: (abs(c - r), r))
+
+
+def statistics_several(hypotheses, references, max_n=MAX_N):
+    """statistics with several references per hypothesis (references[i]: a list of token lists):
+    each n-gram clipped by its largest count in any one reference; r sums, over the sentences,
+    the reference length closest to the hypothesis's (a tie: the shorter)."""
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} reference lists")
+    matches, totals = [0] * max_n, [0] * max_n
+    c = r = 0
+    for hyp, refs in zip(hypotheses, references, strict=True):
+        hyp, refs = list(hyp), [list(ref) for ref in refs]
+        c, r = c + len(hyp), r + closest_length(len(hyp), [len(ref) for ref in refs])
+        for n in range(1, max_n + 1):
+            most = Counter()
+            for ref in refs:
+                most |= ngrams(ref, n)                 # | keeps the larger count of each n-gram
+            matches[n - 1] += sum(min(count, most[gram]) for gram, count in ngrams(hyp, n).items())
+            totals[n - 1] += max(len(hyp) - n + 1, 0)
+    return {"matches": matches, "totals": totals, "c": c, "r": r}
+
+
+def corpus_bleu_several(hypotheses, references, max_n=MAX_N):
+    """BLEU (0 to 100) against several references per sentence, from statistics_several; 0 when
+    a precision is 0 (sacrebleu's default smoothing differs only there)."""
+    stats = statistics_several(hypotheses, references, max_n)
+    if min(stats["matches"]) == 0:
+        return 0.0
+    log_p = sum(math.log(m / t) for m, t in zip(stats["matches"], stats["totals"], strict=True))
+    return 100 * brevity_penalty(stats["c"], stats["r"]) * math.exp(log_p / max_n)

@@ -241,3 +241,56 @@ def test_own_functions_of_other_check_modules_are_refused(capsys):
     # a function of another module of the same check package counts too
     refused(capsys, check_split_merge, ns["my_split_2"], ns["my_merge_heads"],
             name="helpers.checks.encoder.self_attention._self_attention")
+
+
+# --- notebook 11: the split and BLEU with several references -------------------------------------
+
+IMPORT_11 = ("import functools, math, random\nfrom collections import Counter\n"
+             "from helpers import bleu\nfrom helpers.bleu import corpus_bleu_several, ngrams\n"
+             "from helpers.tasks import tatoeba\nfrom helpers.tasks.tatoeba import split_by_english\n")
+
+
+@pytest.mark.parametrize("code, name", [
+    ("my_split = split_by_english\n", "split_by_english"),
+    ("my_split = functools.partial(split_by_english)\n", "split_by_english"),
+    ("def my_split(pairs, n_test, seed, f=split_by_english):\n    return f(pairs, n_test, seed)\n",
+     "split_by_english"),
+    ("def my_split(pairs, n_test, seed):\n    return tatoeba.split_by_english(pairs, n_test, seed)\n",
+     "split_by_english"),
+], ids=["assigned", "partial", "default argument", "called"])
+def test_11_the_split_done_by_the_course(code, name, capsys):
+    from helpers.checks.tatoeba import check_split
+    refused(capsys, check_split, notebook(IMPORT_11 + code)["my_split"], name=name)
+
+
+@pytest.mark.parametrize("code, name", [
+    ("my_bleu_several = corpus_bleu_several\n", "corpus_bleu_several"),
+    ("def my_bleu_several(h, r):\n    return bleu.corpus_bleu_several(h, r)\n", "corpus_bleu_several"),
+    ("def make():\n    f = corpus_bleu_several\n    return lambda h, r: f(h, r)\n"
+     "my_bleu_several = make()\n", "corpus_bleu_several"),
+    ("def my_bleu_several(h, r):\n    s = bleu.statistics_several(h, r)\n"
+     "    return 100 * bleu.brevity_penalty(s['c'], s['r']) * math.exp(sum(math.log(m / t) for m, t in "
+     "zip(s['matches'], s['totals'])) / 4)\n", "statistics_several"),
+    ("import sacrebleu\n"
+     "def my_bleu_several(h, r):\n    most = max(map(len, r))\n"
+     "    streams = [[' '.join(g[j]) if j < len(g) else None for g in r] for j in range(most)]\n"
+     "    return sacrebleu.corpus_bleu([' '.join(x) for x in h], streams, tokenize='none').score\n",
+     "corpus_bleu"),
+    ("from sacrebleu.metrics import BLEU\n"
+     "def my_bleu_several(h, r):\n    most = max(map(len, r))\n"
+     "    streams = [[' '.join(g[j]) if j < len(g) else None for g in r] for j in range(most)]\n"
+     "    return BLEU(tokenize='none').corpus_score([' '.join(x) for x in h], streams).score\n",
+     "corpus_score"),
+], ids=["assigned", "called", "closure", "the statistics", "sacrebleu.corpus_bleu", "sacrebleu's BLEU"])
+def test_11_bleu_with_several_references_done_by_a_library(code, name, capsys):
+    if "sacrebleu" in code:
+        pytest.importorskip("sacrebleu")
+    from helpers.checks.tatoeba import check_bleu_several
+    refused(capsys, check_bleu_several, notebook(IMPORT_11 + code)["my_bleu_several"], name=name)
+
+
+def test_11_the_check_modules_own_answers_are_refused(capsys):
+    from helpers.checks.tatoeba import check_bleu_several
+    ns = notebook(IMPORT_11 + "from helpers.checks.tatoeba import _several_variant\n"
+                  "my_bleu_several = _several_variant\n")
+    refused(capsys, check_bleu_several, ns["my_bleu_several"], name="_several_variant")

@@ -255,6 +255,7 @@ RIGHT_ANSWERS = {
     "translation.check_short_bleu": [0], "cross_attention.check_cross_weights_shape": [(3, 4, 6, 5)],
     "norms.check_shortcut_factor": [5.0625],
     "positions.check_table_shape_question": [(100, 512), (1, 100, 512)],
+    "tatoeba.check_tie_length": [5],
 }
 
 

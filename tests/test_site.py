@@ -677,7 +677,7 @@ def test_a_notebooks_data_licence_is_named_once_it_is_on_the_site(monkeypatch, p
             assert part in said, part
     if eleven:
         assert "CC BY 2.0 FR" in pages["index.html"].select_one("article").get_text()
-        assert "CC BY 2.0 FR" in pages[f"{eleven[0]}.html"].select_one("footer").get_text()
+        assert "CC BY 2.0 FR" in pages[f"{eleven[0]}.html"].select_one("footer .course-footer").get_text()
 
 
 def test_phone_tables_break_only_words_that_cannot_fit(pages):

@@ -32,6 +32,9 @@ NOTEBOOKS = [
      "does not learn."),
     ("10_many_workers", "Training on many workers",
      "Batches by tokens, gradient accumulation, data parallel with torch.distributed, the all-reduce."),
+    ("11_real_sentences", "Real sentences",
+     "English to French from Tatoeba: a split by sentence, shared pieces, BLEU with several references, "
+     "the recipe's parts measured."),
 ]
 
 

@@ -1,0 +1,483 @@
+"""The task of notebook 11: real English sentences into French, from the Tatoeba Project.
+
+Sentences from the Tatoeba Project (tatoeba.org), CC BY 2.0 FR, paired by manythings.org/anki.
+``helpers/tasks/data/tatoeba_en_fr.tsv`` holds 18,065 lines ``English<TAB>French``: the shortest
+pairs of the English–French file manythings.org/anki distributed (about 2018–2019), ordered by
+length, French typography as written (a narrow no-break space before ``?`` and ``!`` in some
+lines, ``’`` and ``'`` both). Many English sentences have several French translations: a test
+sentence has several references.
+
+- ``normalise(text)``: the course's normalisation (every kind of space a plain space, ``’`` and
+  ``‘`` an ASCII apostrophe, spaces collapsed); ``load_pairs()``: the distinct normalised pairs,
+  in file order, as ``Pair(english, french)``.
+- ``split_by_english(pairs, n_test, seed)``: the split by English sentence (notebook 11's first
+  exercise): ``n_test`` English sentences drawn from the sorted distinct ones; the test pairs are
+  all their pairs (every reference); the training pairs are the others, less those whose French
+  is a test reference. ``split()``: the shipped split (500 test sentences, seed ``SEED``).
+- ``words(text)`` / ``detokenize(words, french)``: words with punctuation apart, and back.
+- ``merges()`` and ``pieces_for()``: byte-pair merges learnt on the training texts (English and
+  French together, paper §5.1; shipped in ``data/tatoeba_merges.txt``, made by ``--merges``) and
+  ``Pieces``, sentences to ids and back with one shared vocabulary, ``<unk>`` for a piece never
+  seen in training.
+- ``batches(pairs, ...)``: batches by tokens (``helpers.distributed.token_batches``), a new
+  random order of them each epoch.
+- ``translate(model, english, pieces, beam)``: sentences in, French text out (greedy or beam 4,
+  α 0.6, input + 50); ``references_of(test)``: each test sentence's references; ``bleu_all`` /
+  ``bleu_first``: sacrebleu with its defaults against all references or the first.
+- ``ship`` (``python -m helpers.tasks.tatoeba --train``): the shipped model, 4,000 steps of
+  ``train_run`` with seed 0 on one thread (about 16 minutes of training on the course's 2-core
+  CPU), measured at each of MILESTONES into ``data/tatoeba_curve.json``, the last 5 checkpoints
+  averaged and stored in float16; ``run_ablation`` (``--ablation``): label smoothing 0 / 0.1 for
+  seeds 0-2, 1,000 steps each, last against averaged weights, greedy against beam, into
+  ``data/tatoeba_ablation.json`` (the seed-0 run with label smoothing 0.1 is written by ``--train``).
+"""
+
+import argparse
+import json
+import math
+import pathlib
+import random
+import re
+import time
+from typing import NamedTuple
+
+import torch
+
+from helpers import bpe, seed_all
+from helpers.bleu import sacrebleu_score, tokenize_13a
+from helpers.decoding import beam_search, greedy_decode
+from helpers.distributed import token_batches
+from helpers.model import Transformer
+from helpers.recipe import adam_with_warmup, average_weights, cross_entropy, train
+from helpers.vocabulary import BOS, EOS, PAD, Vocabulary
+
+HERE = pathlib.Path(__file__).resolve().parent
+DATA = HERE / "data" / "tatoeba_en_fr.tsv"
+CHECKPOINTS = HERE / "checkpoints"
+MODEL = "tatoeba_en_fr.pt"                      # the shipped averaged model, float16
+CURVE = HERE / "data" / "tatoeba_curve.json"    # what more training buys, from the shipped run
+ABLATION = HERE / "data" / "tatoeba_ablation.json"
+MERGES_FILE = HERE / "data" / "tatoeba_merges.txt"
+SOURCE = ("Sentences from the Tatoeba Project (tatoeba.org), CC BY 2.0 FR, "
+          "paired by manythings.org/anki")
+SEED = 2017            # the draw of the shipped split
+N_TEST = 500           # English sentences held out
+MERGES = 2000          # byte-pair merges learnt on the training texts
+UNK = "<unk>"          # a piece never seen in training (a character no training text has)
+SIZE = {"d": 128, "h": 4, "d_ff": 512, "n_layers": 2}
+BUDGET = 1000          # positions per side in a batch (padding included)
+WARMUP = 1000
+STEPS = 4000
+EVERY = 100            # a checkpoint every EVERY steps; the last KEEP are averaged
+KEEP = 5
+MILESTONES = (500, 1000, 2000, 3000, 4000)     # steps at which the shipped run is measured
+ABLATION_STEPS = 1000
+ABLATION_SEEDS = (0, 1, 2)
+
+
+class Pair(NamedTuple):
+    english: str
+    french: str
+
+
+# --- the data ------------------------------------------------------------------------------
+
+SPACES = re.compile(r"[\s\u00a0\u2009\u202f]+")
+
+
+def normalise(text):
+    """Every kind of space (narrow no-break, thin, no-break) one plain space; the typographic
+    apostrophes ’ and ‘ the ASCII one; no space at either end."""
+    text = text.replace("\u2019", "'").replace("\u2018", "'")
+    return SPACES.sub(" ", text).strip()
+
+
+def read_lines(path=DATA):
+    """The file's pairs as written: (English, French) tuples, in file order."""
+    with open(path, encoding="utf-8") as f:
+        return [tuple(line.rstrip("\n").split("\t")) for line in f if line.strip()]
+
+
+def load_pairs(path=DATA):
+    """The distinct normalised pairs, as Pair(english, french), in file order."""
+    seen, pairs = set(), []
+    for english, french in read_lines(path):
+        pair = Pair(normalise(english), normalise(french))
+        if pair not in seen:
+            seen.add(pair)
+            pairs.append(pair)
+    return pairs
+
+
+def split_by_english(pairs, n_test, seed):
+    """(train, test): n_test English sentences, drawn with random.Random(seed) from the sorted
+    distinct English sentences (so the draw does not depend on the pairs' order); test = every
+    pair of theirs, each once; train = the other pairs, less those whose French is a test
+    reference. Both lists keep the pairs' order."""
+    english = sorted({p[0] for p in pairs})
+    chosen = set(random.Random(seed).sample(english, n_test))
+    test = [p for p in pairs if p[0] in chosen]
+    references = {p[1] for p in test}
+    train = [p for p in pairs if p[0] not in chosen and p[1] not in references]
+    return train, test
+
+
+def split():
+    """The shipped split: (train, test) of load_pairs() by English sentence."""
+    return split_by_english(load_pairs(), N_TEST, SEED)
+
+
+def references_of(test):
+    """{English: [its French references, in file order]}, the English in first-seen order."""
+    groups = {}
+    for english, french in test:
+        groups.setdefault(english, []).append(french)
+    return groups
+
+
+# --- words and pieces ----------------------------------------------------------------------
+
+_WORD = re.compile(r"\w+(?:['\-]\w+)*'?|[^\w\s]")
+NO_SPACE_BEFORE = {".", ",", ")", "'"}
+FRENCH_SPACE_BEFORE = {"!", "?", ":", ";", "»"}
+
+
+def words(text):
+    """A sentence's words, punctuation apart: "Qu'est-ce que c'est ?" -> ["Qu'est-ce", "que",
+    "c'est", "?"]."""
+    return _WORD.findall(text)
+
+
+def detokenize(tokens, french=True):
+    """Words back to a sentence: no space before . , ) and after ( «; before ! ? : ; a space in
+    French (its typography, as the normalised data writes it), none in English."""
+    text = ""
+    for token in tokens:
+        glued = token in NO_SPACE_BEFORE or (not french and token in FRENCH_SPACE_BEFORE)
+        if text and not glued and not text.endswith(("(", "«")):
+            text += " "
+        text += token
+    return text
+
+
+def texts(pairs):
+    """The English and the French of each pair as words joined by spaces: what the merges learn."""
+    return [" ".join(words(t)) for p in pairs for t in (p[0], p[1])]
+
+
+def merges(train=None, n_merges=MERGES):
+    """The byte-pair merges learnt on the training texts (helpers.bpe.learn_merges); for the
+    shipped split (train None), the first n_merges of the shipped MERGES_FILE (learning 2,000
+    merges takes about 2 minutes), made by ``python -m helpers.tasks.tatoeba --merges``."""
+    if train is None and MERGES_FILE.exists() and n_merges <= MERGES:
+        lines = MERGES_FILE.read_text(encoding="utf-8").splitlines()
+        return [tuple(line.split(" ")) for line in lines[:n_merges]]
+    train = split()[0] if train is None else train
+    return bpe.learn_merges(texts(train), n_merges)
+
+
+def write_merges(path=None):
+    path = MERGES_FILE if path is None else pathlib.Path(path)
+    learnt = bpe.learn_merges(texts(split()[0]), MERGES)
+    path.write_text("".join(f"{a} {b}\n" for a, b in learnt), encoding="utf-8")
+    return path
+
+
+class Pieces:
+    """Sentences to pieces and back, with a shared vocabulary of the training pieces plus <unk>."""
+
+    def __init__(self, learnt, train):
+        self.segmenter = bpe.Segmenter(learnt)
+        known = {piece for text in texts(train) for word in text.split()
+                 for piece in self.segmenter.word(word)}
+        self.vocab = Vocabulary([*known, UNK])
+
+    def pieces(self, text):
+        return self.segmenter.pieces(" ".join(words(text)))
+
+    def ids(self, text):
+        unk = self.vocab.stoi[UNK]
+        return [self.vocab.stoi.get(piece, unk) for piece in self.pieces(text)]
+
+    def text(self, ids, french=True):
+        """Ids (maybe starting with <s>, up to </s>) -> the sentence."""
+        joined = bpe.Segmenter.join(self.vocab.decode(ids))
+        return detokenize(joined.split(), french)
+
+
+def pieces_for(train=None, n_merges=MERGES):
+    """Pieces of the shipped split's merges (train None) or of merges learnt on train."""
+    return Pieces(merges(train, n_merges), split()[0] if train is None else train)
+
+
+# --- batches ---------------------------------------------------------------------------------
+
+def encode_pairs(pairs, pieces):
+    """Pairs -> (source ids, target ids) lists."""
+    return [(pieces.ids(p[0]), pieces.ids(p[1])) for p in pairs]
+
+
+def lengths(pair):
+    """The columns an encoded pair needs in src and in tgt_out (its target + </s>)."""
+    return len(pair[0]), len(pair[1]) + 1
+
+
+def tensors(encoded):
+    """Encoded pairs -> src, tgt_in, tgt_out padded at the end (as helpers.tasks.numbers)."""
+    n_src = max(len(s) for s, _ in encoded)
+    n_tgt = max(len(t) for _, t in encoded) + 1
+    src = torch.full((len(encoded), n_src), PAD)
+    tgt_in = torch.full((len(encoded), n_tgt), PAD)
+    tgt_out = torch.full((len(encoded), n_tgt), PAD)
+    for row, (s, t) in enumerate(encoded):
+        src[row, : len(s)] = torch.tensor(s, dtype=torch.long)
+        tgt_in[row, : len(t) + 1] = torch.tensor([BOS, *t])
+        tgt_out[row, : len(t) + 1] = torch.tensor([*t, EOS])
+    return src, tgt_in, tgt_out
+
+
+def batches(encoded, generator, budget=BUDGET):
+    """A function returning the next training batch: the token batches of helpers.distributed
+    (pairs sorted by length, at most `budget` positions per side), as tensors, made once; each
+    epoch visits them all in a new random order."""
+    made = [tensors(b) for b in token_batches(encoded, budget, lengths)]
+    order = []
+
+    def next_batch():
+        if not order:
+            order.extend(torch.randperm(len(made), generator=generator).tolist())
+        return made[order.pop()]
+    return next_batch
+
+
+# --- the model, decoding, scores ---------------------------------------------------------------
+
+def new_model(n_vocab, p=0.1):
+    return Transformer(vocab=n_vocab, p=p, **SIZE)
+
+
+def load_model(pieces, path=None):
+    """The shipped model (float16 on disk) as float32, in eval mode."""
+    path = CHECKPOINTS / MODEL if path is None else path
+    model = new_model(len(pieces.vocab))
+    state = torch.load(path, weights_only=True)
+    model.load_state_dict({k: v.float() for k, v in state.items()})
+    return model.eval()
+
+
+@torch.no_grad()
+def translate(model, english, pieces, beam=1, chunk=100):
+    """English sentences -> (French sentences, how many of them ran to the length limit):
+    greedy (beam=1, at most input + 50 pieces) or beam search (k = beam, α 0.6, input + 50)."""
+    out, looped = [], 0
+    for i in range(0, len(english), chunk):
+        part = english[i: i + chunk]
+        src = tensors([(pieces.ids(e), []) for e in part])[0]
+        if beam == 1:
+            ys = greedy_decode(model, src, max_len=int((src != PAD).sum(1).max()) + 50)
+        else:
+            ys = beam_search(model, src, k=beam, alpha=0.6, extra=50)
+        for row, n_src in zip(ys.tolist(), (src != PAD).sum(1).tolist(), strict=True):
+            written = row[1:]
+            if EOS not in written[: n_src + 50]:
+                looped += 1
+            out.append(pieces.text(written[: n_src + 50]))
+    return out, looped
+
+
+def bleu_all(hypotheses, references):
+    """sacrebleu's BLEU with its defaults (13a tokenizer, exp smoothing) against every reference
+    of each sentence (references: a list of lists of strings); None without sacrebleu."""
+    try:
+        import sacrebleu
+    except ImportError:
+        return None
+    most = max(len(r) for r in references)
+    streams = [[r[j] if j < len(r) else None for r in references] for j in range(most)]
+    return sacrebleu.corpus_bleu(hypotheses, streams).score
+
+
+def bleu_first(hypotheses, references):
+    """sacrebleu's BLEU with its defaults against the first reference of each sentence."""
+    return sacrebleu_score(hypotheses, [r[0] for r in references], tokenize="13a", smooth_method="exp")
+
+
+@torch.no_grad()
+def perplexity(model, encoded, budget=BUDGET):
+    """exp of the mean cross-entropy per target token (no smoothing), teacher forced, eval mode."""
+    total = count = 0.0
+    for b in token_batches(encoded, budget, lengths):
+        src, tgt_in, tgt_out = tensors(b)
+        n = int((tgt_out != PAD).sum())
+        total += cross_entropy(model, src, tgt_in, tgt_out, PAD) * n
+        count += n
+    return math.exp(total / count)
+
+
+def exact_share(hypotheses, references):
+    """The share of hypotheses equal to one of their references (after 13a tokenization)."""
+    return sum(tuple(tokenize_13a(h)) in {tuple(tokenize_13a(r)) for r in refs}
+               for h, refs in zip(hypotheses, references, strict=True)) / len(hypotheses)
+
+
+# --- training ---------------------------------------------------------------------------------
+
+def train_run(seed=0, steps=STEPS, eps_ls=0.1, milestones=MILESTONES, progress=True, threads=1,
+              on_milestone=None, world=None):
+    """The shipped run's recipe: the paper's Adam (β 0.9, 0.98, ε 1e-9) with warmup WARMUP,
+    dropout 0.1, label smoothing eps_ls, batches of BUDGET positions per side. At each
+    milestone step, on_milestone(step, last_state, averaged_state, seconds) where averaged is the
+    mean of the last KEEP checkpoints (every EVERY steps). Returns the model with its last
+    weights and the averaged state of the last step."""
+    torch.set_num_threads(threads)
+    train_pairs, _ = split() if world is None else world["split"]
+    pieces = pieces_for() if world is None else world["pieces"]
+    seed_all(seed)
+    gen = torch.Generator().manual_seed(seed)
+    model = new_model(len(pieces.vocab))
+    opt, sched = adam_with_warmup(model, d_model=SIZE["d"], warmup=WARMUP)
+    loss_fn = torch.nn.CrossEntropyLoss(ignore_index=PAD, label_smoothing=eps_ls)
+    next_batch = batches(encode_pairs(train_pairs, pieces), gen)
+    kept, seconds = [], 0.0
+    done = 0
+    for stop in sorted(set(milestones) | {steps}):
+        if stop > steps:
+            break
+        # train in stretches of EVERY steps, keeping a copy at each
+        while done < stop:
+            start = time.time()
+            train(model, opt, sched, loss_fn, steps=EVERY, next_batch=next_batch, progress=False)
+            seconds += time.time() - start
+            done += EVERY
+            kept = (kept + [{k: v.detach().clone() for k, v in model.state_dict().items()}])[-KEEP:]
+            if progress and done % 500 == 0:
+                print(f"step {done}: {seconds:.0f} s of training", flush=True)
+        if on_milestone is not None and stop in milestones:
+            on_milestone(stop, model.state_dict(), average_weights(kept), seconds)
+    return model, average_weights(kept)
+
+
+def measure(state, pieces, test, beam=True):
+    """A state dict's scores on the test split: perplexity, BLEU (greedy and beam 4, against all
+    references and the first), exact-match shares and loops."""
+    model = new_model(len(pieces.vocab))
+    model.load_state_dict(state)
+    model.eval()
+    refs = list(references_of(test).values())
+    english = list(references_of(test))
+    row = {"perplexity": perplexity(model, encode_pairs(test, pieces))}
+    for name, k in (("greedy", 1), ("beam", 4)) if beam else (("greedy", 1),):
+        out, looped = translate(model, english, pieces, beam=k)
+        row[name] = {"bleu_all": bleu_all(out, refs), "bleu_first": bleu_first(out, refs),
+                     "exact": exact_share(out, refs), "looped": looped}
+    return row
+
+
+def world():
+    train_pairs, test = split()
+    return {"split": (train_pairs, test), "pieces": pieces_for()}
+
+
+def ship(seed=0, steps=STEPS, folder=CHECKPOINTS, curve=CURVE, threads=1, milestones=MILESTONES):
+    """The shipped run: train, measure at each milestone (the last and the averaged weights),
+    write the curve's JSON and the averaged model of the last step, float16."""
+    w = world()
+    test = w["split"][1]
+    rows = []
+    folder = pathlib.Path(folder)
+
+    def on_milestone(step, last, averaged, seconds):
+        row = {"step": step, "minutes": seconds / 60,
+               "last": measure(last, w["pieces"], test, beam=False),
+               "averaged": measure(averaged, w["pieces"], test, beam=step >= 2000)}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        pathlib.Path(curve).write_text(json.dumps(
+            {"seed": seed, "steps": steps, "recipe": recipe(0.1), "threads": threads,
+             "milestones": rows}, indent=1) + "\n")
+        if step >= 2000:                # the model so far, in case the run is stopped
+            folder.mkdir(parents=True, exist_ok=True)
+            torch.save({k: v.half() for k, v in averaged.items()}, folder / MODEL)
+        if step == ABLATION_STEPS:      # the ablation's run of this seed with label smoothing 0.1
+            add_ablation_row({"seed": seed, "eps_ls": 0.1, "steps": step, "minutes": seconds / 60,
+                              "last": measure(last, w["pieces"], test),
+                              "averaged": measure(averaged, w["pieces"], test)})
+
+    _, averaged = train_run(seed, steps, 0.1, milestones, progress=True, threads=threads,
+                            on_milestone=on_milestone, world=w)
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.save({k: v.half() for k, v in averaged.items()}, folder / MODEL)
+    return folder / MODEL
+
+
+def recipe(eps_ls):
+    return {"model": SIZE, "dropout": 0.1, "label_smoothing": eps_ls, "adam": [0.9, 0.98, 1e-9],
+            "warmup": WARMUP, "budget": BUDGET, "merges": MERGES, "checkpoints_every": EVERY,
+            "averaged": KEEP}
+
+
+def add_ablation_row(row, path=ABLATION):
+    path = pathlib.Path(path)
+    runs = json.loads(path.read_text())["runs"] if path.exists() else []
+    key = (row["seed"], row["eps_ls"], row["steps"])
+    runs = [r for r in runs if (r["seed"], r["eps_ls"], r["steps"]) != key]
+    path.write_text(json.dumps({"recipe": recipe(None), "runs": [*runs, row]}, indent=1) + "\n")
+
+
+def run_ablation(seeds=ABLATION_SEEDS, steps=ABLATION_STEPS, path=ABLATION, threads=1):
+    """Label smoothing 0 and 0.1, each seed, `steps` steps: perplexity and BLEU of the last and
+    the averaged weights, greedy and beam. Written to path as JSON (rows appended as they come)."""
+    w = world()
+    test = w["split"][1]
+    old = json.loads(pathlib.Path(path).read_text()) if pathlib.Path(path).exists() else {"runs": []}
+    runs = old["runs"]
+    for seed in seeds:
+        for eps_ls in (0.0, 0.1):
+            if any(r["seed"] == seed and r["eps_ls"] == eps_ls and r["steps"] == steps for r in runs):
+                continue
+            start = time.time()
+            got = {}
+
+            def on_milestone(step, last, averaged, seconds, got=got):
+                got["last"] = measure(last, w["pieces"], test)
+                got["averaged"] = measure(averaged, w["pieces"], test)
+                got["minutes"] = seconds / 60
+
+            train_run(seed, steps, eps_ls, milestones=(steps,), progress=False, threads=threads,
+                      on_milestone=on_milestone, world=w)
+            add_ablation_row({"seed": seed, "eps_ls": eps_ls, "steps": steps, **got}, path)
+            print(f"seed {seed}, eps_ls {eps_ls}: {time.time() - start:.0f} s", json.dumps(got), flush=True)
+    return json.loads(pathlib.Path(path).read_text())["runs"]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Notebook 11's shipped model and measurements.")
+    parser.add_argument("--train", action="store_true",
+                        help=f"train the shipped model ({STEPS:,} steps, seed 0, label smoothing 0.1, "
+                        f"the last {KEEP} checkpoints averaged): helpers/tasks/checkpoints/{MODEL} and "
+                        "helpers/tasks/data/tatoeba_curve.json")
+    parser.add_argument("--ablation", action="store_true",
+                        help="label smoothing 0 / 0.1 over seeds 0-2, 2,000 steps each: "
+                        "helpers/tasks/data/tatoeba_ablation.json")
+    parser.add_argument("--merges", action="store_true",
+                        help=f"learn the {MERGES:,} merges on the training texts: helpers/tasks/data/"
+                        "tatoeba_merges.txt")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--steps", type=int, default=STEPS)
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(ABLATION_SEEDS))
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    if not (args.train or args.ablation or args.merges):
+        parser.error("nothing to do: pass --merges, --train and/or --ablation")
+    if args.merges:
+        print(f"wrote {write_merges()}")
+    if args.train:
+        start = time.time()
+        path = ship(args.seed, args.steps, threads=args.threads)
+        print(f"wrote {path} ({path.stat().st_size:,} bytes) in {(time.time() - start) / 60:.1f} min")
+    if args.ablation:
+        run_ablation(tuple(args.seeds), threads=args.threads)
+
+
+if __name__ == "__main__":
+    main()
