@@ -2,6 +2,7 @@
 helpers.tasks.ablation: its rows, its results file and one re-run row."""
 
 import math
+import os
 
 import pytest
 import torch
@@ -316,7 +317,12 @@ RERUN = "B: d_k = 4"       # among the cheapest rows (about 20 s), and it runs t
 def test_one_run_again_falls_in_the_stored_range(results):
     """Re-train one row for seed 0. On another CPU or torch build the run rounds differently and
     ends elsewhere, as another seed would: so the tolerance is the row's own spread over the seeds
-    (at least 5 points of exact match, 0.05 of perplexity) on each side of its stored range."""
+    (at least 5 points of exact match, 0.05 of perplexity) on each side of its stored range.
+    Where this CPU has a second kernel family, the run is made only under it (tests/test_other_kernels.py
+    re-runs this test there): another CPU's rounding, once, instead of this CPU's and then another's."""
+    import kernels
+    if "ATEN_CPU_CAPABILITY" not in os.environ and len(kernels.families()) > 1:
+        pytest.skip("run under another kernel family by tests/test_other_kernels.py")
     got = ablation.run(RERUN, 0)
     found = ablation.ranges(results)[RERUN]
     for key, floor in (("exact_match", 0.05), ("perplexity", 0.05)):

@@ -4,10 +4,13 @@ Kaggle run it; its checks say "Not answered yet".
 Alone: the notebook is copied into an empty folder and its bootstrap cell clones the course from
 a local repository made from this working tree (``COURSE_REPO_URL``, no network), so one run
 proves both that an untouched copy runs to the end and that the shipped model and data files,
-and the worker processes of notebook 10, are found through the clone. One test class per
+and the worker processes of notebook 10, are found through the clone (and that 10 leaves no
+process behind). One test class per
 notebook: with pytest -n and --dist loadscope each class is a unit of work, so the exercise
 notebooks run in parallel with each other and with the solutions' cells.
 """
+
+import pathlib
 
 import nbformat
 import papermill
@@ -19,6 +22,24 @@ from platforms import local_course_repo
 
 EXERCISES = sorted(notebooks.EXERCISES.glob("*.ipynb"))
 
+# Notebooks that start worker processes end with none left: a last cell lists the kernel's
+# children, multiprocessing's and the course's workers (Linux: it reads /proc).
+PROBE = """
+import multiprocessing, os, pathlib
+from helpers import distributed
+children = []
+for entry in pathlib.Path("/proc").glob("[0-9]*"):
+    try:
+        fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        continue
+    if fields[1] == str(os.getpid()):
+        children.append(entry.name)
+print("children", children, "active", multiprocessing.active_children(), "workers",
+      distributed.leftover_workers())
+"""
+STARTS_WORKERS = {"10_many_workers"}
+
 
 @pytest.fixture(scope="class")
 def local_remote(tmp_path_factory):
@@ -29,7 +50,11 @@ def local_remote(tmp_path_factory):
 def run_untouched(path, tmp_path, remote, monkeypatch):
     alone = tmp_path / "alone"
     alone.mkdir()
-    (alone / path.name).write_bytes(path.read_bytes())
+    nb = nbformat.read(path, as_version=4)
+    probe = path.stem in STARTS_WORKERS and pathlib.Path("/proc/self/stat").exists()
+    if probe:
+        nb.cells.append(nbformat.v4.new_code_cell(PROBE))
+    nbformat.write(nb, alone / path.name)
     monkeypatch.setenv("COURSE_REPO_URL", remote)
     monkeypatch.delenv("PYTHONPATH", raising=False)
     out = tmp_path / path.name
@@ -38,6 +63,9 @@ def run_untouched(path, tmp_path, remote, monkeypatch):
     assert (alone / course.CLONE_DIR / "helpers" / "__init__.py").is_file(), "the setup cell did not clone"
     nb = nbformat.read(out, as_version=4)
     assert all(o.output_type != "error" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    if probe:
+        text = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
+        assert text == "children [] active [] workers []\n", f"worker processes left behind: {text}"
     checks = [c for c in nb.cells if "check" in notebooks.tags(c)]
     assert checks
     for cell in checks:
