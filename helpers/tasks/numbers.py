@@ -168,13 +168,17 @@ def make_batch(pairs, vocab):
     """pairs: (source tokens, target tokens) -> src, tgt_in, tgt_out, long tensors padded with
     <pad> at the end: src (batch, longest source); tgt_in = <s> + target and tgt_out = target +
     </s>, both (batch, longest target + 1)."""
-    n_src = max(len(s) for s, _ in pairs)
-    n_tgt = max(len(t) for _, t in pairs) + 1
-    src = torch.full((len(pairs), n_src), PAD)
-    tgt_in = torch.full((len(pairs), n_tgt), PAD)
-    tgt_out = torch.full((len(pairs), n_tgt), PAD)
-    for row, (s, t) in enumerate(pairs):
-        s, t = vocab.encode(s), vocab.encode(t)
+    return padded([(vocab.encode(s), vocab.encode(t)) for s, t in pairs])
+
+
+def padded(encoded):
+    """encoded: (source ids, target ids) pairs -> src, tgt_in, tgt_out as make_batch makes them."""
+    n_src = max(len(s) for s, _ in encoded)
+    n_tgt = max(len(t) for _, t in encoded) + 1
+    src = torch.full((len(encoded), n_src), PAD)
+    tgt_in = torch.full((len(encoded), n_tgt), PAD)
+    tgt_out = torch.full((len(encoded), n_tgt), PAD)
+    for row, (s, t) in enumerate(encoded):
         src[row, : len(s)] = torch.tensor(s, dtype=torch.long)
         tgt_in[row, : len(t) + 1] = torch.tensor([BOS, *t])
         tgt_out[row, : len(t) + 1] = torch.tensor([*t, EOS])

@@ -49,7 +49,8 @@ from helpers.decoding import beam_search, greedy_decode
 from helpers.distributed import token_batches
 from helpers.model import Transformer
 from helpers.recipe import adam_with_warmup, average_weights, cross_entropy, train
-from helpers.vocabulary import BOS, EOS, PAD, Vocabulary
+from helpers.tasks import numbers
+from helpers.vocabulary import EOS, PAD, Vocabulary
 
 HERE = pathlib.Path(__file__).resolve().parent
 DATA = HERE / "data" / "tatoeba_en_fr.tsv"
@@ -223,17 +224,9 @@ def lengths(pair):
 
 
 def tensors(encoded):
-    """Encoded pairs -> src, tgt_in, tgt_out padded at the end (as helpers.tasks.numbers)."""
-    n_src = max(len(s) for s, _ in encoded)
-    n_tgt = max(len(t) for _, t in encoded) + 1
-    src = torch.full((len(encoded), n_src), PAD)
-    tgt_in = torch.full((len(encoded), n_tgt), PAD)
-    tgt_out = torch.full((len(encoded), n_tgt), PAD)
-    for row, (s, t) in enumerate(encoded):
-        src[row, : len(s)] = torch.tensor(s, dtype=torch.long)
-        tgt_in[row, : len(t) + 1] = torch.tensor([BOS, *t])
-        tgt_out[row, : len(t) + 1] = torch.tensor([*t, EOS])
-    return src, tgt_in, tgt_out
+    """Encoded pairs -> src, tgt_in, tgt_out padded at the end (09's pipeline:
+    helpers.tasks.numbers.padded)."""
+    return numbers.padded(encoded)
 
 
 def batches(encoded, generator, budget=BUDGET):
