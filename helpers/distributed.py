@@ -328,10 +328,18 @@ _NOTICE = re.compile("".join(f"{piece}((?:[^\n]*\n)*?)" for piece in _NOTICE_PIE
                      + _NOTICE_PIECES[-1])
 
 
+_WHOLE_NOTICE = re.compile("".join(_NOTICE_PIECES))
+
+
 def without_gloo_notice(text):
     """text without Gloo's connection notice, wherever its pieces landed: the lines that landed between
-    them are kept, in their order."""
-    return _NOTICE.sub(lambda m: "".join(m.groups()), text)
+    them are kept, in their order. A whole notice may also land inside another's line ("[Gloo] Rank
+    [Gloo] Rank 1 is ... : 1\n0 is ... : 1"): whole notices go first, until none is left."""
+    while True:
+        shorter = _NOTICE.sub(lambda m: "".join(m.groups()), _WHOLE_NOTICE.sub("", text))
+        if shorter == text:
+            return text
+        text = shorter
 
 
 def torchrun(script, nproc=2, timeout=120.0):

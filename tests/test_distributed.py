@@ -205,7 +205,10 @@ SCRIPT_OUTPUT = ("rank 0 of 2, LOCAL_RANK 0\nrank 1 of 2, LOCAL_RANK 1\n"
     "[Gloo] Rank 1 is connected to " + SCRIPT_OUTPUT[:52] + "1 peer ranks. Expected number of connected "
     "peer ranks is : 1\n" + SCRIPT_OUTPUT[52:],
     SCRIPT_OUTPUT[:26] + NOTICE.format(r=0)[:-1] + SCRIPT_OUTPUT[26:],              # without its newline
-], ids=["lines first", "between lines", "split by a line", "split by two lines", "no newline"])
+    # one rank's whole notice inside the other's first words (seen on Kaggle's torch 2.10)
+    "[Gloo] Rank " + NOTICE.format(r=1) + NOTICE.format(r=0)[len("[Gloo] Rank "):] + SCRIPT_OUTPUT,
+], ids=["lines first", "between lines", "split by a line", "split by two lines", "no newline",
+        "inside the other notice"])
 def test_torchrun_output_drops_the_gloo_notice_wherever_it_lands(stdout):
     assert distributed.without_gloo_notice(stdout) == SCRIPT_OUTPUT
 
