@@ -14,11 +14,9 @@ import pathlib
 
 import nbformat
 import papermill
-import pytest
 
 from helpers import course
 from helpers.course import notebooks
-from platforms import local_course_repo
 
 EXERCISES = sorted(notebooks.EXERCISES.glob("*.ipynb"))
 
@@ -39,12 +37,6 @@ print("children", children, "active", multiprocessing.active_children(), "worker
       distributed.leftover_workers())
 """
 STARTS_WORKERS = {"10_many_workers"}
-
-
-@pytest.fixture(scope="class")
-def local_remote(tmp_path_factory):
-    """A git repository holding this working tree's helpers/, on the branch REPO_REF."""
-    return local_course_repo(tmp_path_factory.mktemp("remote") / "course", course.REPO_REF)
 
 
 def run_untouched(path, tmp_path, remote, monkeypatch):
