@@ -23,3 +23,4 @@ def local_remote(tmp_path_factory):
     from helpers import course
     from platforms import local_course_repo
     return local_course_repo(tmp_path_factory.mktemp("remote") / "course", course.REPO_REF)
+

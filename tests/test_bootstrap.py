@@ -48,7 +48,7 @@ def test_bootstrap_finds_the_checkout_without_cloning():
     assert run.stdout == f"imported {notebooks.ROOT / 'helpers' / '__init__.py'}\n"
 
 
-# Every exercise copy is also run alone in an empty folder: tests/test_exercises_run.py.
+# Every notebook, with its exercise copy, runs alone in an empty folder: tests/notebook_runs.py.
 
 
 def test_skipping_the_setup_cell_says_to_run_it(tmp_path):

@@ -162,7 +162,7 @@ def test_allreduce_seconds_times_each_size():
 
 # --- notebook 10 leaves nothing behind ---------------------------------------------------------
 
-# Notebook 10 leaves no child process: tests/test_exercises_run.py runs its exercise copy with a probe.
+# Notebook 10 leaves no child process: its run (tests/notebook_runs.py) ends with a cell asserting it.
 
 
 def _named_sleeper(seconds):
