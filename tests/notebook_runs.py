@@ -12,7 +12,9 @@ once more as an untouched exercise copy):
   yet: ..."; then the answer, its check and the solution-only cells, compared strictly with their
   stored outputs as every other cell is; then the names are put back as the exercise copy has
   them (names the answer or a solution-only cell made are deleted, names it rebound get the
-  placeholder's values back) with the random state the placeholder left (torch's and Python's).
+  placeholder's values back) with the random state the placeholder left (torch's and Python's),
+  and a tensor or a module the answer changed in place (values, weights, train/eval mode) back
+  as it was.
   So every later cell runs as in the untouched exercise copy, and its outputs must still equal
   the solution's stored ones: the copy runs to the end, no later cell depends on an answer, and
   the learner's copy prints the numbers the solution shows.
@@ -64,6 +66,10 @@ SAVE = """\
 import random as _random, torch as _torch
 _exercise_names = {k: v for k, v in globals().items() if not k.startswith("_")}
 _exercise_rng = (_torch.random.get_rng_state(), _random.getstate())
+_exercise_tensors = {k: v.detach().clone() for k, v in _exercise_names.items()
+                     if isinstance(v, _torch.Tensor)}
+_exercise_modules = {k: ({n: t.clone() for n, t in v.state_dict().items()}, [m.training for m in v.modules()])
+                     for k, v in _exercise_names.items() if isinstance(v, _torch.nn.Module)}
 """
 
 RESTORE = """\
@@ -72,7 +78,15 @@ for _name in [k for k in globals() if not k.startswith("_") and k not in _exerci
 globals().update(_exercise_names)
 _torch.random.set_rng_state(_exercise_rng[0])
 _random.setstate(_exercise_rng[1])
-del _exercise_names, _exercise_rng
+with _torch.no_grad():
+    for _name, _saved in _exercise_tensors.items():      # a tensor changed in place
+        if not _torch.equal(_exercise_names[_name], _saved):
+            _exercise_names[_name].copy_(_saved)
+    for _name, (_state, _modes) in _exercise_modules.items():   # a module's weights and train/eval modes
+        _exercise_names[_name].load_state_dict(_state)
+        for _module, _mode in zip(_exercise_names[_name].modules(), _modes):
+            _module.training = _mode
+del _exercise_names, _exercise_rng, _exercise_tensors, _exercise_modules
 """
 
 PROBE = """\
