@@ -26,7 +26,6 @@ import marshal
 import multiprocessing
 import os
 import pathlib
-import re
 import sys
 import tempfile
 import time
@@ -318,28 +317,55 @@ def launch(target, world_size=2, *args, timeout=TIMEOUT, method=None):
         return [r["value"] for r in results]
 
 
-# Printed on stdout by the Gloo of some torch versions (2.10) when a worker connects; not the script's.
-GLOO_NOTICE = "[Gloo] Rank "
-# The notice's pieces: it may reach a pipe in several writes, with whole lines of the script (of this
-# worker or another) landing between them, so each piece may be followed by such lines.
-_NOTICE_PIECES = (r"\[Gloo\] Rank ", r"\d+", r" is connected to ", r"\d+",
-                  r" peer ranks\. Expected number of connected peer ranks is : ", r"\d+", r"\n?")
-_NOTICE = re.compile("".join(f"{piece}((?:[^\n]*\n)*?)" for piece in _NOTICE_PIECES[:-1])
-                     + _NOTICE_PIECES[-1])
-
-
-_WHOLE_NOTICE = re.compile("".join(_NOTICE_PIECES))
+# Printed on stdout by the Gloo of some torch versions (2.10) when a worker connects; not the script's:
+# "[Gloo] Rank 0 is connected to 1 peer ranks. Expected number of connected peer ranks is : 1\n".
+# It reaches the pipe in these pieces, one write each ("#": a number), so two workers' notices can
+# interleave piece by piece, and the script's lines can land between pieces.
+_PIECES = ("[Gloo] Rank ", "#", " is connected to ", "#", " peer ranks. ",
+           "Expected number of connected peer ranks is : ", "#", "\n")
 
 
 def without_gloo_notice(text):
-    """text without Gloo's connection notice, wherever its pieces landed: the lines that landed between
-    them are kept, in their order. A whole notice may also land inside another's line ("[Gloo] Rank
-    [Gloo] Rank 1 is ... : 1\n0 is ... : 1"): whole notices go first, until none is left."""
-    while True:
-        shorter = _NOTICE.sub(lambda m: "".join(m.groups()), _WHOLE_NOTICE.sub("", text))
-        if shorter == text:
-            return text
-        text = shorter
+    """text without Gloo's connection notices, wherever their pieces landed: read left to right, each
+    piece goes to the earliest notice that expects it; anything else is the script's, up to its line's
+    end. Only notices read to their last number are removed; the lines between their pieces are kept,
+    in their order."""
+    notices, at = [], 0                    # each notice: [index of the piece it waits for, its spans]
+
+    def waiting(piece):
+        return [n for n in notices if n[0] < len(_PIECES) and _PIECES[n[0]] == piece]
+
+    while at < len(text):
+        if text.startswith(_PIECES[0], at):
+            notices.append([1, [(at, at + len(_PIECES[0]))]])
+            at += len(_PIECES[0])
+            continue
+        literal = next((p for p in _PIECES[2:7] if p != "#" and text.startswith(p, at) and waiting(p)), None)
+        digits = len(text[at:]) - len(text[at:].lstrip("0123456789"))
+        if literal:
+            notice, end = waiting(literal)[0], at + len(literal)
+        elif digits and waiting("#"):
+            # one number each when several notices wait for one ("01"), the whole run when one does ("10")
+            notice = waiting("#")[0]
+            end = at + (digits if len(waiting("#")) == 1 else 1)
+        elif text[at] == "\n" and waiting("\n"):
+            notice, end = waiting("\n")[0], at + 1
+        else:                              # the script's text, to its line's end or the next notice
+            next_notice = text.find(_PIECES[0], at + 1)
+            at = min(text.find("\n", at) + 1 or len(text), len(text) if next_notice == -1 else next_notice)
+            continue
+        notice[0] += 1
+        notice[1].append((at, end))
+        at = end
+    removed = sorted(span for n in notices if n[0] >= len(_PIECES) - 1 for span in n[1])
+    if not removed:
+        return text
+    out, last = [], 0
+    for begin, end in removed:
+        out.append(text[last:begin])
+        last = end
+    out.append(text[last:])
+    return "".join(out)
 
 
 def torchrun(script, nproc=2, timeout=120.0):

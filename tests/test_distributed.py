@@ -207,8 +207,16 @@ SCRIPT_OUTPUT = ("rank 0 of 2, LOCAL_RANK 0\nrank 1 of 2, LOCAL_RANK 1\n"
     SCRIPT_OUTPUT[:26] + NOTICE.format(r=0)[:-1] + SCRIPT_OUTPUT[26:],              # without its newline
     # one rank's whole notice inside the other's first words (seen on Kaggle's torch 2.10)
     "[Gloo] Rank " + NOTICE.format(r=1) + NOTICE.format(r=0)[len("[Gloo] Rank "):] + SCRIPT_OUTPUT,
+    # two notices interleaved piece by piece: verbatim from torch 2.10 (Kaggle's), 4 runs in 12 here
+    "[Gloo] Rank [Gloo] Rank 1 is connected to 01 is connected to  peer ranks. 1Expected number of "
+    "connected peer ranks is :  peer ranks. 1Expected number of connected peer ranks is : \n1\n"
+    + SCRIPT_OUTPUT,
+    # the same, numbers together: its first 120 characters as a platform run showed them, then a guess
+    "[Gloo] Rank [Gloo] Rank 10 is connected to  is connected to 11 peer ranks.  peer ranks. Expected "
+    "number of connected peer ranks is : Expected number of connected peer ranks is : 11\n\n"
+    + SCRIPT_OUTPUT,
 ], ids=["lines first", "between lines", "split by a line", "split by two lines", "no newline",
-        "inside the other notice"])
+        "inside the other notice", "piece by piece", "piece by piece, numbers together"])
 def test_torchrun_output_drops_the_gloo_notice_wherever_it_lands(stdout):
     assert distributed.without_gloo_notice(stdout) == SCRIPT_OUTPUT
 
