@@ -8,9 +8,17 @@ import os
 import subprocess
 import sys
 
+import pytest
 
 from helpers.course import notebooks
+from platforms import local_course_repo
 
+
+@pytest.fixture(scope="module")
+def local_remote(tmp_path_factory):
+    """A git repository holding this working tree's helpers/, on the branch REPO_REF."""
+    from helpers import course
+    return local_course_repo(tmp_path_factory.mktemp("remote") / "course", course.REPO_REF)
 
 
 def run_bootstrap(cwd, url):
