@@ -26,6 +26,7 @@ import marshal
 import multiprocessing
 import os
 import pathlib
+import re
 import sys
 import tempfile
 import time
@@ -323,6 +324,7 @@ def launch(target, world_size=2, *args, timeout=TIMEOUT, method=None):
 # interleave piece by piece, and the script's lines can land between pieces.
 _PIECES = ("[Gloo] Rank ", "#", " is connected to ", "#", " peer ranks. ",
            "Expected number of connected peer ranks is : ", "#", "\n")
+_DIGITS = re.compile(r"[0-9]+")
 
 
 def without_gloo_notice(text):
@@ -341,13 +343,13 @@ def without_gloo_notice(text):
             at += len(_PIECES[0])
             continue
         literal = next((p for p in _PIECES[2:7] if p != "#" and text.startswith(p, at) and waiting(p)), None)
-        digits = len(text[at:]) - len(text[at:].lstrip("0123456789"))
+        digits, for_a_number = _DIGITS.match(text, at), waiting("#")
         if literal:
             notice, end = waiting(literal)[0], at + len(literal)
-        elif digits and waiting("#"):
+        elif digits and for_a_number:
             # one number each when several notices wait for one ("01"), the whole run when one does ("10")
-            notice = waiting("#")[0]
-            end = at + (digits if len(waiting("#")) == 1 else 1)
+            notice = for_a_number[0]
+            end = digits.end() if len(for_a_number) == 1 else at + 1
         elif text[at] == "\n" and waiting("\n"):
             notice, end = waiting("\n")[0], at + 1
         else:                              # the script's text, to its line's end or the next notice
