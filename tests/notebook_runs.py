@@ -27,7 +27,6 @@ Cells are named as nbval names the solution's code cells ("Cell 7"); an added ce
 it stands and what it is ("before Cell 7: the exercise copy's placeholder").
 """
 
-import copy
 import os
 import shutil
 import tempfile
@@ -37,6 +36,7 @@ from collections import defaultdict
 import nbformat
 from nbval.kernel import RunningKernel
 from nbval.plugin import IPyNbCell, IPyNbFile, find_comment_markers, find_metadata_tags
+from platforms import local_course_repo
 
 from helpers import course
 from helpers.course import notebooks
@@ -136,9 +136,8 @@ def combined(solution, stem):
         cells.append(added(RESTORE, f"at the end: {PUT_BACK}"))
     if stem in STARTS_WORKERS and os.path.exists("/proc/self/stat"):
         cells.append(added(PROBE, "at the end: no worker process left behind"))
-    out = copy.deepcopy(nb)
-    out.cells = cells
-    return out
+    nb.cells = cells        # nb is with_bootstrap's copy of the solution
+    return nb
 
 
 class CourseNotebook(IPyNbFile):
@@ -160,7 +159,6 @@ class CourseNotebook(IPyNbFile):
 
     def setup(self):
         self.folder = tempfile.mkdtemp(prefix="course-run-")
-        from platforms import local_course_repo
         remote = local_course_repo(os.path.join(self.folder, "remote"), course.REPO_REF)
         alone = os.path.join(self.folder, "alone")
         os.mkdir(alone)
