@@ -223,11 +223,17 @@ def lengths(pair):
     return len(pair[0]), len(pair[1]) + 1
 
 
+def tensors(encoded):
+    """Encoded pairs -> src, tgt_in, tgt_out padded at the end (09's pipeline:
+    helpers.tasks.numbers.padded; the name notebook 11 imports)."""
+    return numbers.padded(encoded)
+
+
 def batches(encoded, generator, budget=BUDGET):
     """A function returning the next training batch: the token batches of helpers.distributed
     (pairs sorted by length, at most `budget` positions per side), as tensors, made once; each
     epoch visits them all in a new random order."""
-    made = [numbers.padded(b) for b in token_batches(encoded, budget, lengths)]
+    made = [tensors(b) for b in token_batches(encoded, budget, lengths)]
     order = []
 
     def next_batch():
@@ -259,7 +265,7 @@ def translate(model, english, pieces, beam=1, chunk=100):
     out, looped = [], 0
     for i in range(0, len(english), chunk):
         part = english[i: i + chunk]
-        src = numbers.padded([(pieces.ids(e), []) for e in part])[0]
+        src = tensors([(pieces.ids(e), []) for e in part])[0]
         if beam == 1:
             ys = greedy_decode(model, src, max_len=int((src != PAD).sum(1).max()) + 50)
         else:
@@ -294,7 +300,7 @@ def perplexity(model, encoded, budget=BUDGET):
     """exp of the mean cross-entropy per target token (no smoothing), teacher forced, eval mode."""
     total = count = 0.0
     for b in token_batches(encoded, budget, lengths):
-        src, tgt_in, tgt_out = numbers.padded(b)
+        src, tgt_in, tgt_out = tensors(b)
         n = int((tgt_out != PAD).sum())
         total += cross_entropy(model, src, tgt_in, tgt_out, PAD) * n
         count += n
