@@ -35,6 +35,7 @@ sentence has several references.
 import argparse
 import json
 import math
+import os
 import pathlib
 import random
 import re
@@ -48,8 +49,10 @@ from helpers.bleu import sacrebleu_score, tokenize_13a
 from helpers.decoding import beam_search, greedy_decode
 from helpers.distributed import token_batches
 from helpers.model import Transformer
-from helpers.recipe import adam_with_warmup, average_weights, cross_entropy, smoothed_loss, train
+from helpers.recipe import (adam_with_warmup, average_weights, cross_entropy, smoothed_loss, train,
+                            train_step)
 from helpers.tasks import numbers
+from helpers.tasks.runs import claim, release, train_resumable
 from helpers.vocabulary import EOS, PAD, Vocabulary
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -74,6 +77,20 @@ KEEP = 5
 MILESTONES = (500, 1000, 2000, 3000, 4000)     # steps at which the shipped run is measured
 ABLATION_STEPS = 1000
 ABLATION_SEEDS = (0, 1, 2)
+# The development split: N_DEV English sentences drawn like the test split (DEV_SEED) from what the
+# test split leaves; every choice (steps, checkpoints, verdicts) is made on it. Its runs use
+# merges learnt on the training split alone (TRAIN_MERGES_FILE, made by --merges-train).
+N_DEV = 500
+DEV_SEED = 2018
+TRAIN_MERGES_FILE = HERE / "data" / "tatoeba_merges_train.txt"
+RUNS = HERE / "data" / "tatoeba_runs"           # one JSON per run of VARIANTS × seeds
+RUN_STATES = pathlib.Path(os.environ.get("COURSE_RUN_STATES", HERE.parents[2] / ".runs")) / "tatoeba"
+VARIANTS = {"recipe": {"eps_ls": 0.1, "p": 0.1},            # the shipped recipe
+            "no_smoothing": {"eps_ls": 0.0, "p": 0.1},      # Table 3 row D: eps_ls 0
+            "dropout_0.3": {"eps_ls": 0.1, "p": 0.3}}       # the big model's P_drop (Table 3)
+RUN_SEEDS = (0, 1, 2)
+RUN_MILESTONES = (500, 1000, 2000, 3000, 4000)
+TEXT_AT = (2000, 3000, 4000)    # milestones whose decodings are stored (for bootstrap and chrF)
 
 
 class Pair(NamedTuple):
@@ -126,6 +143,14 @@ def split_by_english(pairs, n_test, seed):
 def split():
     """The shipped split: (train, test) of load_pairs() by English sentence."""
     return split_by_english(load_pairs(), N_TEST, SEED)
+
+
+def splits():
+    """(train, dev, test): the shipped test split, then N_DEV English sentences drawn from what it
+    leaves exactly as the test sentences were drawn (split_by_english with DEV_SEED)."""
+    rest, test = split()
+    train, dev = split_by_english(rest, N_DEV, DEV_SEED)
+    return train, dev, test
 
 
 def references_of(test):
@@ -240,6 +265,7 @@ def batches(encoded, generator, budget=BUDGET):
         if not order:
             order.extend(torch.randperm(len(made), generator=generator).tolist())
         return made[order.pop()]
+    next_batch.order = order            # the batches left in this epoch (saved by a resumable run)
     return next_batch
 
 
@@ -443,6 +469,104 @@ def run_ablation(seeds=ABLATION_SEEDS, steps=ABLATION_STEPS, path=ABLATION, thre
     return json.loads(pathlib.Path(path).read_text())["runs"]
 
 
+# --- the development runs: VARIANTS x RUN_SEEDS, chosen on dev, resumable ----------------------
+
+def dev_world():
+    """The split with a development set and the merges learnt on its training split."""
+    train_pairs, dev, test = splits()
+    lines = TRAIN_MERGES_FILE.read_text(encoding="utf-8").splitlines()
+    return {"split": (train_pairs, dev, test),
+            "pieces": Pieces([tuple(line.split(" ")) for line in lines], train_pairs)}
+
+
+def write_train_merges(path=TRAIN_MERGES_FILE):
+    learnt = bpe.learn_merges(texts(splits()[0]), MERGES)
+    pathlib.Path(path).write_text("".join(f"{a} {b}\n" for a, b in learnt), encoding="utf-8")
+    return path
+
+
+def decodings(state, pieces, pairs, p, text=True):
+    """A state dict's perplexity on pairs and its greedy and beam-4 decodings of their English
+    sentences (each once, first-seen order): {"perplexity", "greedy": {"looped", "text"}, "beam"}."""
+    model = new_model(len(pieces.vocab), p)
+    model.load_state_dict(state)
+    model.eval()
+    english = list(references_of(pairs))
+    row = {"perplexity": perplexity(model, encode_pairs(pairs, pieces))}
+    for name, k in (("greedy", 1), ("beam", 4)):
+        out, looped = translate(model, english, pieces, beam=k)
+        row[name] = {"looped": looped, "bleu_all": bleu_all(out, list(references_of(pairs).values()))}
+        if text:
+            row[name]["text"] = out
+    return row
+
+
+def run_variant(variant, seed, steps=STEPS, threads=1, states=RUN_STATES, out=RUNS, world=None):
+    """One run of VARIANTS[variant] with this seed: the shipped recipe otherwise. Measured on the
+    development split at RUN_MILESTONES (perplexity, greedy and beam of the last and the averaged
+    weights; the decodings kept at TEXT_AT); resumable from states/<variant>_s<seed>. Writes
+    out/<variant>_s<seed>.json, and for the shipped run (recipe, seed 0) the averaged model."""
+    torch.set_num_threads(threads)
+    w = dev_world() if world is None else world
+    train_pairs, dev, _ = w["split"]
+    pieces, cfg = w["pieces"], VARIANTS[variant]
+    name = f"{variant}_s{seed}"
+    seed_all(seed)
+    gen = torch.Generator().manual_seed(seed)
+    model = new_model(len(pieces.vocab), cfg["p"])
+    opt, sched = adam_with_warmup(model, d_model=SIZE["d"], warmup=WARMUP)
+    loss_fn = smoothed_loss(PAD, cfg["eps_ls"])
+    next_batch = batches(encode_pairs(train_pairs, pieces), gen)
+
+    def step(batch):
+        return train_step(model, opt, sched, loss_fn, *batch)
+
+    def on_milestone(done, last, averaged, seconds):
+        text = done in TEXT_AT
+        if variant == "recipe" and done == 2000:      # notebook 12 compares at 2,000 steps
+            torch.save({k: v.half() for k, v in averaged.items()},
+                       pathlib.Path(states) / name / "averaged_2000.pt")
+        row = {"step": done, "minutes": seconds / 60,
+               "last": decodings(last, pieces, dev, cfg["p"], text),
+               "averaged": decodings(averaged, pieces, dev, cfg["p"], text)}
+        print(name, done, json.dumps({k: (v if k in ("step", "minutes") else
+                                          {"ppl": v["perplexity"], "greedy": v["greedy"]["bleu_all"],
+                                           "beam": v["beam"]["bleu_all"]}) for k, v in row.items()}),
+              flush=True)
+        return row
+
+    rows, averaged, losses, seconds = train_resumable(
+        pathlib.Path(states) / name, model, opt, sched, step, next_batch, gen, steps, every=EVERY,
+        keep=KEEP, milestones=RUN_MILESTONES, on_milestone=on_milestone)
+    result = {"variant": variant, "seed": seed, "steps": steps,
+              "recipe": {**recipe(cfg["eps_ls"]), "dropout": cfg["p"]},
+              "threads": threads, "torch": torch.__version__, "train_loss_per_100": losses,
+              "minutes": seconds / 60, "milestones": rows}
+    pathlib.Path(out).mkdir(parents=True, exist_ok=True)
+    (pathlib.Path(out) / f"{name}.json").write_text(json.dumps(result) + "\n")
+    if variant == "recipe" and seed == 0:
+        torch.save({k: v.half() for k, v in averaged.items()}, pathlib.Path(states) / name / "averaged.pt")
+    return result
+
+
+def run_queue(names, threads=1, states=RUN_STATES, out=RUNS):
+    """Work down the list of runs ("variant_sN"), skipping those another process has or finished."""
+    w = dev_world()
+    for name in names:
+        variant, seed = name.rsplit("_s", 1)
+        folder = pathlib.Path(states) / name
+        if (pathlib.Path(out) / f"{name}.json").exists() or not claim(folder):
+            continue
+        finished = False
+        try:
+            start = time.time()
+            run_variant(variant, int(seed), threads=threads, states=states, out=out, world=w)
+            finished = True
+            print(f"{name}: done in {(time.time() - start) / 60:.1f} min", flush=True)
+        finally:
+            release(folder, finished)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Notebook 11's shipped model and measurements.")
     parser.add_argument("--train", action="store_true",
@@ -455,13 +579,25 @@ def main(argv=None):
     parser.add_argument("--merges", action="store_true",
                         help=f"learn the {MERGES:,} merges on the training texts: helpers/tasks/data/"
                         "tatoeba_merges.txt")
+    parser.add_argument("--merges-train", action="store_true",
+                        help="learn the merges on the training split without the development set: "
+                        "helpers/tasks/data/tatoeba_merges_train.txt")
+    parser.add_argument("--runs", nargs="*", metavar="VARIANT_sSEED",
+                        help="train these runs (default: every variant x seeds 0-2, seeds first), "
+                        f"{STEPS:,} steps each, measured on the development split, resumable; "
+                        "several commands can work down the same list")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--steps", type=int, default=STEPS)
     parser.add_argument("--seeds", type=int, nargs="+", default=list(ABLATION_SEEDS))
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
-    if not (args.train or args.ablation or args.merges):
-        parser.error("nothing to do: pass --merges, --train and/or --ablation")
+    if not (args.train or args.ablation or args.merges or args.merges_train or args.runs is not None):
+        parser.error("nothing to do: pass --merges, --train, --ablation, --merges-train or --runs")
+    if args.merges_train:
+        print(f"wrote {write_train_merges()}")
+    if args.runs is not None:
+        names = args.runs or [f"{v}_s{s}" for s in RUN_SEEDS for v in VARIANTS]
+        run_queue(names, threads=args.threads)
     if args.merges:
         print(f"wrote {write_merges()}")
     if args.train:
