@@ -333,6 +333,26 @@ def perplexity(model, encoded, budget=BUDGET):
     return math.exp(total / count)
 
 
+@torch.no_grad()
+def sentence_losses(model, pairs, pieces, chunk=64):
+    """For each English sentence of pairs (first-seen order): [the summed cross-entropy of all its
+    references' target tokens, their number] (teacher forced, eval mode, no smoothing), so that a
+    bootstrap over sentences can recompute the perplexity of any draw."""
+    model.eval()
+    index = {e: i for i, e in enumerate(references_of(pairs))}
+    sums = [[0.0, 0] for _ in index]
+    for i in range(0, len(pairs), chunk):
+        part = pairs[i: i + chunk]
+        src, tgt_in, tgt_out = tensors(encode_pairs(part, pieces))
+        logits = model(src, tgt_in)
+        nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), tgt_out, ignore_index=PAD,
+                                                reduction="none").double().sum(1)
+        for pair, loss, n in zip(part, nll.tolist(), (tgt_out != PAD).sum(1).tolist(), strict=True):
+            sums[index[pair[0]]][0] += loss
+            sums[index[pair[0]]][1] += n
+    return sums
+
+
 def exact_share(hypotheses, references):
     """The share of hypotheses equal to one of their references (after 13a tokenization)."""
     return sum(tuple(tokenize_13a(h)) in {tuple(tokenize_13a(r)) for r in refs}
@@ -487,12 +507,15 @@ def write_train_merges(path=TRAIN_MERGES_FILE):
 
 def decodings(state, pieces, pairs, p, text=True):
     """A state dict's perplexity on pairs and its greedy and beam-4 decodings of their English
-    sentences (each once, first-seen order): {"perplexity", "greedy": {"looped", "text"}, "beam"}."""
+    sentences (each once, first-seen order): {"perplexity", "greedy": {"looped", "bleu_all",
+    "text"}, "beam": ...}; with text, also each sentence's "losses" (sentence_losses)."""
     model = new_model(len(pieces.vocab), p)
     model.load_state_dict(state)
     model.eval()
     english = list(references_of(pairs))
     row = {"perplexity": perplexity(model, encode_pairs(pairs, pieces))}
+    if text:
+        row["losses"] = sentence_losses(model, pairs, pieces)
     for name, k in (("greedy", 1), ("beam", 4)):
         out, looped = translate(model, english, pieces, beam=k)
         row[name] = {"looped": looped, "bleu_all": bleu_all(out, list(references_of(pairs).values()))}
