@@ -25,7 +25,8 @@ SEED = 12345
 
 def sentence_stats(hypotheses, references, metric="bleu"):
     """One row of counts per sentence, (n, k) float64: BLEU's matches, totals, c and r on 13a
-    tokens (metric "bleu"), or chrF's [hyp, ref, match] per order ("chrf")."""
+    tokens (metric "bleu"), or chrF's [hyp, ref, match] per order ("chrf"). (For "perplexity" the
+    rows are each sentence's [summed cross-entropy, tokens], given as they are.)"""
     rows = []
     for hyp, refs in zip(hypotheses, references, strict=True):
         if metric == "bleu":
@@ -47,8 +48,12 @@ def bleu_of(sums):
 
 
 def score_of(sums, metric):
+    """The score of each row of summed counts: "bleu", "chrf", or "perplexity" (rows of [summed
+    cross-entropy, tokens]: exp of their ratio)."""
     if metric == "bleu":
         return bleu_of(sums)
+    if metric == "perplexity":
+        return (sums[:, 0] / sums[:, 1]).exp()
     return torch.tensor([f_score(row.tolist()) for row in sums], dtype=torch.float64)
 
 
@@ -77,3 +82,14 @@ def paired(stats_a, stats_b, metric="bleu", samples=SAMPLES, seed=SEED):
     return {"a": whole_a, "b": whole_b, "difference": whole_b - whole_a,
             "a_interval": interval(a), "b_interval": interval(b), "difference_interval": interval(b - a),
             "b_better": float((b > a).double().mean())}
+
+
+def verdict(results):
+    """What several seeds' paired() results say about b - a: "real" when every seed's difference has
+    the same sign and every interval leaves 0 out; "same sign, within the noise" when the signs agree
+    but some interval holds 0; "seeds disagree" otherwise."""
+    signs = {r["difference"] > 0 for r in results}
+    outside = all(lo > 0 or hi < 0 for lo, hi in (r["difference_interval"] for r in results))
+    if len(signs) == 1 and outside:
+        return "real"
+    return "same sign, within the noise" if len(signs) == 1 else "seeds disagree"

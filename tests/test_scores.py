@@ -65,3 +65,15 @@ def test_paired_bootstrap_reads_two_systems(corpus):
     better = bootstrap.sentence_stats([r[0] for r in refs], refs)       # every output a reference
     result = bootstrap.paired(same, better, samples=200)
     assert result["difference_interval"][0] > 0 and result["b_better"] == 1.0
+
+
+def test_bootstrap_perplexity_and_verdicts():
+    rows = torch.tensor([[2.0, 1.0], [4.0, 3.0]], dtype=torch.float64)
+    assert float(bootstrap.score_of(rows.sum(0, keepdim=True), "perplexity")[0]) == pytest.approx(
+        torch.tensor(6.0 / 4.0).exp().item())
+    up = {"difference": 1.0, "difference_interval": (0.2, 1.8)}
+    up_noisy = {"difference": 0.5, "difference_interval": (-0.3, 1.2)}
+    down = {"difference": -0.4, "difference_interval": (-0.9, -0.1)}
+    assert bootstrap.verdict([up, up]) == "real"
+    assert bootstrap.verdict([up, up_noisy]) == "same sign, within the noise"
+    assert bootstrap.verdict([up, down]) == "seeds disagree"
