@@ -20,14 +20,21 @@ def test_normalise_keeps_words_and_unifies_spaces_and_apostrophes():
     assert tatoeba.normalise("Été") == "Été"
 
 
-def test_the_shipped_split_keeps_test_sentences_and_references_out_of_training():
+def test_the_shipped_split_keeps_test_and_dev_sentences_and_references_out_of_training():
     pairs = tatoeba.load_pairs()
-    train, test = tatoeba.split()
-    assert (len(pairs), len(train), len(test), len(tatoeba.references_of(test))) == (17_993, 17_015, 809, 500)
-    assert not {e for e, _ in train} & {e for e, _ in test}
-    assert not {f for _, f in train} & {f for _, f in test}
-    test_english = {e for e, _ in test}
-    assert [p for p in pairs if p[0] in test_english] == test       # every reference, once, in order
+    train, dev, test = tatoeba.split()
+    assert (len(pairs), len(train), len(dev), len(test)) == (17_993, 16_039, 817, 809)
+    assert len(tatoeba.references_of(dev)) == len(tatoeba.references_of(test)) == 500
+    rest, same_test = tatoeba.split_by_english(pairs, tatoeba.N_TEST, tatoeba.SEED)
+    for held, drawn_from in ((test, pairs), (dev, rest)):
+        assert not {e for e, _ in train} & {e for e, _ in held}
+        assert not {f for _, f in train} & {f for _, f in held}
+        english = {e for e, _ in held}
+        assert [p for p in drawn_from if p[0] in english] == held  # every reference, once, in order
+    assert not {e for e, _ in dev} & {e for e, _ in test}
+    assert not {f for _, f in dev} & {f for _, f in test}
+    assert same_test == test                                        # the test split drawn first
+    assert tatoeba.split_by_english(rest, tatoeba.N_DEV, tatoeba.DEV_SEED) == (train, dev)
 
 
 def test_the_split_does_not_depend_on_the_order_of_the_pairs():
@@ -38,7 +45,7 @@ def test_the_split_does_not_depend_on_the_order_of_the_pairs():
 
 
 def test_the_shipped_merges_are_learnt_by_the_courses_code():
-    train, _ = tatoeba.split()
+    train = tatoeba.split()[0]
     assert bpe.learn_merges(tatoeba.texts(train), 20) == tatoeba.merges()[:20]
     assert len(tatoeba.merges()) == tatoeba.MERGES
 
@@ -61,6 +68,6 @@ def test_the_shipped_model_loads_and_translates():
 
 
 def test_the_shipped_files_stay_small():
-    files = [tatoeba.DATA, tatoeba.MERGES_FILE, tatoeba.CURVE, tatoeba.ABLATION,
-             tatoeba.CHECKPOINTS / tatoeba.MODEL]
+    files = [tatoeba.DATA, tatoeba.MERGES_FILE, tatoeba.CHECKPOINTS / tatoeba.MODEL,
+             *tatoeba.RUNS.glob("*.json")]
     assert sum(f.stat().st_size for f in files) < 10_000_000

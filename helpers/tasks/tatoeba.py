@@ -13,23 +13,24 @@ sentence has several references.
 - ``split_by_english(pairs, n_test, seed)``: the split by English sentence (notebook 11's first
   exercise): ``n_test`` English sentences drawn from the sorted distinct ones; the test pairs are
   all their pairs (every reference); the training pairs are the others, less those whose French
-  is a test reference. ``split()``: the shipped split (500 test sentences, seed ``SEED``).
+  is a test reference. ``split()``: the shipped split, (train, dev, test): 500 test sentences
+  (seed ``SEED``), then 500 development sentences drawn the same way from what is left
+  (``DEV_SEED``). Every choice is made on dev; the test split is scored once.
 - ``words(text)`` / ``detokenize(words, french)``: words with punctuation apart, and back.
-- ``merges()`` and ``pieces_for()``: byte-pair merges learnt on the training texts (English and
-  French together, paper §5.1; shipped in ``data/tatoeba_merges.txt``, made by ``--merges``) and
-  ``Pieces``, sentences to ids and back with one shared vocabulary, ``<unk>`` for a piece never
+- ``merges()`` and ``pieces_for()``: byte-pair merges learnt on the training split's texts (English
+  and French together, paper §5.1; shipped in ``data/tatoeba_merges.txt``, made by ``--merges``)
+  and ``Pieces``, sentences to ids and back with one shared vocabulary, ``<unk>`` for a piece never
   seen in training.
 - ``batches(pairs, ...)``: batches by tokens (``helpers.distributed.token_batches``), a new
   random order of them each epoch.
 - ``translate(model, english, pieces, beam)``: sentences in, French text out (greedy or beam 4,
-  α 0.6, input + 50); ``references_of(test)``: each test sentence's references; ``bleu_all`` /
+  α 0.6, input + 50); ``references_of(pairs)``: each sentence's references; ``bleu_all`` /
   ``bleu_first``: sacrebleu with its defaults against all references or the first.
-- ``ship`` (``python -m helpers.tasks.tatoeba --train``): the shipped model, 4,000 steps of
-  ``train_run`` with seed 0 on one thread (about 16 minutes of training on the course's 2-core
-  CPU), measured at each of MILESTONES into ``data/tatoeba_curve.json``, the last 5 checkpoints
-  averaged and stored in float16; ``run_ablation`` (``--ablation``): label smoothing 0 / 0.1 for
-  seeds 0-2, 1,000 steps each, last against averaged weights, greedy against beam, into
-  ``data/tatoeba_ablation.json`` (the seed-0 run with label smoothing 0.1 is written by ``--train``).
+- ``run_queue`` (``python -m helpers.tasks.tatoeba --runs``): the runs of VARIANTS (the recipe,
+  no label smoothing, dropout 0.3) for seeds 0-2, 4,000 steps each on one thread (about 16
+  minutes of training each on the course's 2-core CPU), resumable, measured on the development
+  split at RUN_MILESTONES into ``data/tatoeba_runs/<variant>_s<seed>.json``; the recipe's seed-0
+  run's last 5 checkpoints, averaged, are the shipped model (float16).
 """
 
 import argparse
@@ -49,8 +50,7 @@ from helpers.bleu import sacrebleu_score, tokenize_13a
 from helpers.decoding import beam_search, greedy_decode
 from helpers.distributed import token_batches
 from helpers.model import Transformer
-from helpers.recipe import (adam_with_warmup, average_weights, cross_entropy, smoothed_loss, train,
-                            train_step)
+from helpers.recipe import adam_with_warmup, cross_entropy, smoothed_loss, train_step
 from helpers.tasks import numbers
 from helpers.tasks.runs import claim, release, train_resumable
 from helpers.vocabulary import EOS, PAD, Vocabulary
@@ -59,13 +59,13 @@ HERE = pathlib.Path(__file__).resolve().parent
 DATA = HERE / "data" / "tatoeba_en_fr.tsv"
 CHECKPOINTS = HERE / "checkpoints"
 MODEL = "tatoeba_en_fr.pt"                      # the shipped averaged model, float16
-CURVE = HERE / "data" / "tatoeba_curve.json"    # what more training buys, from the shipped run
-ABLATION = HERE / "data" / "tatoeba_ablation.json"
 MERGES_FILE = HERE / "data" / "tatoeba_merges.txt"
 SOURCE = ("Sentences from the Tatoeba Project (tatoeba.org), CC BY 2.0 FR, "
           "paired by manythings.org/anki")
-SEED = 2017            # the draw of the shipped split
-N_TEST = 500           # English sentences held out
+SEED = 2017            # the draw of the shipped test split
+N_TEST = 500           # English sentences held out for the test
+N_DEV = 500            # and for development, drawn like the test sentences from the rest
+DEV_SEED = 2018
 MERGES = 2000          # byte-pair merges learnt on the training texts
 UNK = "<unk>"          # a piece never seen in training (a character no training text has)
 SIZE = {"d": 128, "h": 4, "d_ff": 512, "n_layers": 2}
@@ -74,15 +74,6 @@ WARMUP = 1000
 STEPS = 4000
 EVERY = 100            # a checkpoint every EVERY steps; the last KEEP are averaged
 KEEP = 5
-MILESTONES = (500, 1000, 2000, 3000, 4000)     # steps at which the shipped run is measured
-ABLATION_STEPS = 1000
-ABLATION_SEEDS = (0, 1, 2)
-# The development split: N_DEV English sentences drawn like the test split (DEV_SEED) from what the
-# test split leaves; every choice (steps, checkpoints, verdicts) is made on it. Its runs use
-# merges learnt on the training split alone (TRAIN_MERGES_FILE, made by --merges-train).
-N_DEV = 500
-DEV_SEED = 2018
-TRAIN_MERGES_FILE = HERE / "data" / "tatoeba_merges_train.txt"
 RUNS = HERE / "data" / "tatoeba_runs"           # one JSON per run of VARIANTS × seeds
 RUN_STATES = pathlib.Path(os.environ.get("COURSE_RUN_STATES", HERE.parents[2] / ".runs")) / "tatoeba"
 VARIANTS = {"recipe": {"eps_ls": 0.1, "p": 0.1},            # the shipped recipe
@@ -141,22 +132,17 @@ def split_by_english(pairs, n_test, seed):
 
 
 def split():
-    """The shipped split: (train, test) of load_pairs() by English sentence."""
-    return split_by_english(load_pairs(), N_TEST, SEED)
-
-
-def splits():
-    """(train, dev, test): the shipped test split, then N_DEV English sentences drawn from what it
-    leaves exactly as the test sentences were drawn (split_by_english with DEV_SEED)."""
-    rest, test = split()
+    """The shipped split, (train, dev, test) by English sentence: the N_TEST test sentences drawn
+    from load_pairs(), then N_DEV development sentences drawn the same way from what they leave."""
+    rest, test = split_by_english(load_pairs(), N_TEST, SEED)
     train, dev = split_by_english(rest, N_DEV, DEV_SEED)
     return train, dev, test
 
 
-def references_of(test):
+def references_of(pairs):
     """{English: [its French references, in file order]}, the English in first-seen order."""
     groups = {}
-    for english, french in test:
+    for english, french in pairs:
         groups.setdefault(english, []).append(french)
     return groups
 
@@ -359,150 +345,18 @@ def exact_share(hypotheses, references):
                for h, refs in zip(hypotheses, references, strict=True)) / len(hypotheses)
 
 
-# --- training ---------------------------------------------------------------------------------
-
-def train_run(seed=0, steps=STEPS, eps_ls=0.1, milestones=MILESTONES, progress=True, threads=1,
-              on_milestone=None, world=None):
-    """The shipped run's recipe: the paper's Adam (β 0.9, 0.98, ε 1e-9) with warmup WARMUP,
-    dropout 0.1, label smoothing eps_ls, batches of BUDGET positions per side. At each
-    milestone step, on_milestone(step, last_state, averaged_state, seconds) where averaged is the
-    mean of the last KEEP checkpoints (every EVERY steps). Returns the model with its last
-    weights and the averaged state of the last step."""
-    torch.set_num_threads(threads)
-    train_pairs, _ = split() if world is None else world["split"]
-    pieces = pieces_for() if world is None else world["pieces"]
-    seed_all(seed)
-    gen = torch.Generator().manual_seed(seed)
-    model = new_model(len(pieces.vocab))
-    opt, sched = adam_with_warmup(model, d_model=SIZE["d"], warmup=WARMUP)
-    loss_fn = smoothed_loss(PAD, eps_ls)
-    next_batch = batches(encode_pairs(train_pairs, pieces), gen)
-    kept, seconds = [], 0.0
-    done = 0
-    for stop in sorted(set(milestones) | {steps}):
-        if stop > steps:
-            break
-        # train in stretches of EVERY steps, keeping a copy at each
-        while done < stop:
-            start = time.time()
-            train(model, opt, sched, loss_fn, steps=EVERY, next_batch=next_batch, progress=False)
-            seconds += time.time() - start
-            done += EVERY
-            kept = (kept + [{k: v.detach().clone() for k, v in model.state_dict().items()}])[-KEEP:]
-            if progress and done % 500 == 0:
-                print(f"step {done}: {seconds:.0f} s of training", flush=True)
-        if on_milestone is not None and stop in milestones:
-            on_milestone(stop, model.state_dict(), average_weights(kept), seconds)
-    return model, average_weights(kept)
-
-
-def measure(state, pieces, test, beam=True):
-    """A state dict's scores on the test split: perplexity, BLEU (greedy and beam 4, against all
-    references and the first), exact-match shares and loops."""
-    model = new_model(len(pieces.vocab))
-    model.load_state_dict(state)
-    model.eval()
-    groups = references_of(test)
-    english, refs = list(groups), list(groups.values())
-    row = {"perplexity": perplexity(model, encode_pairs(test, pieces))}
-    for name, k in (("greedy", 1), ("beam", 4)) if beam else (("greedy", 1),):
-        out, looped = translate(model, english, pieces, beam=k)
-        row[name] = {"bleu_all": bleu_all(out, refs), "bleu_first": bleu_first(out, refs),
-                     "exact": exact_share(out, refs), "looped": looped}
-    return row
-
-
-def world():
-    train_pairs, test = split()
-    return {"split": (train_pairs, test), "pieces": pieces_for()}
-
-
-def ship(seed=0, steps=STEPS, folder=CHECKPOINTS, curve=CURVE, threads=1, milestones=MILESTONES):
-    """The shipped run: train, measure at each milestone (the last and the averaged weights),
-    write the curve's JSON and the averaged model of the last step, float16."""
-    w = world()
-    test = w["split"][1]
-    rows = []
-    folder = pathlib.Path(folder)
-
-    def on_milestone(step, last, averaged, seconds):
-        row = {"step": step, "minutes": seconds / 60,
-               "last": measure(last, w["pieces"], test, beam=False),
-               "averaged": measure(averaged, w["pieces"], test, beam=step >= 2000)}
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-        pathlib.Path(curve).write_text(json.dumps(
-            {"seed": seed, "steps": steps, "recipe": recipe(0.1), "threads": threads,
-             "milestones": rows}, indent=1) + "\n")
-        if step >= 2000:                # the model so far, in case the run is stopped
-            folder.mkdir(parents=True, exist_ok=True)
-            torch.save({k: v.half() for k, v in averaged.items()}, folder / MODEL)
-        if step == ABLATION_STEPS:      # the ablation's run of this seed with label smoothing 0.1
-            add_ablation_row({"seed": seed, "eps_ls": 0.1, "steps": step, "minutes": seconds / 60,
-                              "last": measure(last, w["pieces"], test),
-                              "averaged": measure(averaged, w["pieces"], test)})
-
-    _, averaged = train_run(seed, steps, 0.1, milestones, progress=True, threads=threads,
-                            on_milestone=on_milestone, world=w)
-    folder.mkdir(parents=True, exist_ok=True)
-    torch.save({k: v.half() for k, v in averaged.items()}, folder / MODEL)
-    return folder / MODEL
-
-
-def recipe(eps_ls):
-    return {"model": SIZE, "dropout": 0.1, "label_smoothing": eps_ls, "adam": [0.9, 0.98, 1e-9],
+def recipe(eps_ls, p=0.1):
+    return {"model": SIZE, "dropout": p, "label_smoothing": eps_ls, "adam": [0.9, 0.98, 1e-9],
             "warmup": WARMUP, "budget": BUDGET, "merges": MERGES, "checkpoints_every": EVERY,
             "averaged": KEEP}
 
 
-def add_ablation_row(row, path=ABLATION):
-    path = pathlib.Path(path)
-    runs = json.loads(path.read_text())["runs"] if path.exists() else []
-    key = (row["seed"], row["eps_ls"], row["steps"])
-    runs = [r for r in runs if (r["seed"], r["eps_ls"], r["steps"]) != key]
-    path.write_text(json.dumps({"recipe": recipe(None), "runs": [*runs, row]}, indent=1) + "\n")
-
-
-def run_ablation(seeds=ABLATION_SEEDS, steps=ABLATION_STEPS, path=ABLATION, threads=1):
-    """Label smoothing 0 and 0.1, each seed, `steps` steps: perplexity and BLEU of the last and
-    the averaged weights, greedy and beam. Written to path as JSON (rows appended as they come)."""
-    w = world()
-    test = w["split"][1]
-    old = json.loads(pathlib.Path(path).read_text()) if pathlib.Path(path).exists() else {"runs": []}
-    runs = old["runs"]
-    for seed in seeds:
-        for eps_ls in (0.0, 0.1):
-            if any(r["seed"] == seed and r["eps_ls"] == eps_ls and r["steps"] == steps for r in runs):
-                continue
-            start = time.time()
-            got = {}
-
-            def on_milestone(step, last, averaged, seconds, got=got):
-                got["last"] = measure(last, w["pieces"], test)
-                got["averaged"] = measure(averaged, w["pieces"], test)
-                got["minutes"] = seconds / 60
-
-            train_run(seed, steps, eps_ls, milestones=(steps,), progress=False, threads=threads,
-                      on_milestone=on_milestone, world=w)
-            add_ablation_row({"seed": seed, "eps_ls": eps_ls, "steps": steps, **got}, path)
-            print(f"seed {seed}, eps_ls {eps_ls}: {time.time() - start:.0f} s", json.dumps(got), flush=True)
-    return json.loads(pathlib.Path(path).read_text())["runs"]
-
-
 # --- the development runs: VARIANTS x RUN_SEEDS, chosen on dev, resumable ----------------------
 
-def dev_world():
-    """The split with a development set and the merges learnt on its training split."""
-    train_pairs, dev, test = splits()
-    lines = TRAIN_MERGES_FILE.read_text(encoding="utf-8").splitlines()
-    return {"split": (train_pairs, dev, test),
-            "pieces": Pieces([tuple(line.split(" ")) for line in lines], train_pairs)}
-
-
-def write_train_merges(path=TRAIN_MERGES_FILE):
-    learnt = bpe.learn_merges(texts(splits()[0]), MERGES)
-    pathlib.Path(path).write_text("".join(f"{a} {b}\n" for a, b in learnt), encoding="utf-8")
-    return path
+def world():
+    """The shipped split and its pieces, made once for a run."""
+    train_pairs, dev, test = split()
+    return {"split": (train_pairs, dev, test), "pieces": pieces_for()}
 
 
 def decodings(state, pieces, pairs, p, text=True):
@@ -530,7 +384,7 @@ def run_variant(variant, seed, steps=STEPS, threads=1, states=RUN_STATES, out=RU
     weights; the decodings kept at TEXT_AT); resumable from states/<variant>_s<seed>. Writes
     out/<variant>_s<seed>.json, and for the shipped run (recipe, seed 0) the averaged model."""
     torch.set_num_threads(threads)
-    w = dev_world() if world is None else world
+    w = world() if world is None else world
     train_pairs, dev, _ = w["split"]
     pieces, cfg = w["pieces"], VARIANTS[variant]
     name = f"{variant}_s{seed}"
@@ -562,19 +416,19 @@ def run_variant(variant, seed, steps=STEPS, threads=1, states=RUN_STATES, out=RU
         pathlib.Path(states) / name, model, opt, sched, step, next_batch, gen, steps, every=EVERY,
         keep=KEEP, milestones=RUN_MILESTONES, on_milestone=on_milestone)
     result = {"variant": variant, "seed": seed, "steps": steps,
-              "recipe": {**recipe(cfg["eps_ls"]), "dropout": cfg["p"]},
+              "recipe": recipe(cfg["eps_ls"], cfg["p"]),
               "threads": threads, "torch": torch.__version__, "train_loss_per_100": losses,
               "minutes": seconds / 60, "milestones": rows}
     pathlib.Path(out).mkdir(parents=True, exist_ok=True)
     (pathlib.Path(out) / f"{name}.json").write_text(json.dumps(result) + "\n")
-    if variant == "recipe" and seed == 0:
-        torch.save({k: v.half() for k, v in averaged.items()}, pathlib.Path(states) / name / "averaged.pt")
+    if variant == "recipe" and seed == 0:      # the shipped model
+        torch.save({k: v.half() for k, v in averaged.items()}, CHECKPOINTS / MODEL)
     return result
 
 
 def run_queue(names, threads=1, states=RUN_STATES, out=RUNS):
     """Work down the list of runs ("variant_sN"), skipping those another process has or finished."""
-    w = dev_world()
+    w = world()
     for name in names:
         variant, seed = name.rsplit("_s", 1)
         folder = pathlib.Path(states) / name
@@ -591,44 +445,23 @@ def run_queue(names, threads=1, states=RUN_STATES, out=RUNS):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="Notebook 11's shipped model and measurements.")
-    parser.add_argument("--train", action="store_true",
-                        help=f"train the shipped model ({STEPS:,} steps, seed 0, label smoothing 0.1, "
-                        f"the last {KEEP} checkpoints averaged): helpers/tasks/checkpoints/{MODEL} and "
-                        "helpers/tasks/data/tatoeba_curve.json")
-    parser.add_argument("--ablation", action="store_true",
-                        help=f"label smoothing 0 / 0.1 over seeds 0-2, {ABLATION_STEPS:,} steps each: "
-                        "helpers/tasks/data/tatoeba_ablation.json")
+    parser = argparse.ArgumentParser(description="Notebook 11's merges, runs and shipped model.")
     parser.add_argument("--merges", action="store_true",
-                        help=f"learn the {MERGES:,} merges on the training texts: helpers/tasks/data/"
-                        "tatoeba_merges.txt")
-    parser.add_argument("--merges-train", action="store_true",
-                        help="learn the merges on the training split without the development set: "
-                        "helpers/tasks/data/tatoeba_merges_train.txt")
+                        help=f"learn the {MERGES:,} merges on the training split's texts (about 2 min): "
+                        "helpers/tasks/data/tatoeba_merges.txt")
     parser.add_argument("--runs", nargs="*", metavar="VARIANT_sSEED",
-                        help="train these runs (default: every variant x seeds 0-2, seeds first), "
-                        f"{STEPS:,} steps each, measured on the development split, resumable; "
-                        "several commands can work down the same list")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--steps", type=int, default=STEPS)
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(ABLATION_SEEDS))
+                        help="train these runs (default: every variant for seeds 0-2, seed by seed), "
+                        f"{STEPS:,} steps each on one thread, measured on the development split, "
+                        "resumable; two commands at once share the list. Writes "
+                        "helpers/tasks/data/tatoeba_runs/ and, for recipe_s0, the shipped model")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
-    if not (args.train or args.ablation or args.merges or args.merges_train or args.runs is not None):
-        parser.error("nothing to do: pass --merges, --train, --ablation, --merges-train or --runs")
-    if args.merges_train:
-        print(f"wrote {write_train_merges()}")
-    if args.runs is not None:
-        names = args.runs or [f"{v}_s{s}" for s in RUN_SEEDS for v in VARIANTS]
-        run_queue(names, threads=args.threads)
+    if not (args.merges or args.runs is not None):
+        parser.error("nothing to do: pass --merges and/or --runs")
     if args.merges:
         print(f"wrote {write_merges()}")
-    if args.train:
-        start = time.time()
-        path = ship(args.seed, args.steps, threads=args.threads)
-        print(f"wrote {path} ({path.stat().st_size:,} bytes) in {(time.time() - start) / 60:.1f} min")
-    if args.ablation:
-        run_ablation(tuple(args.seeds), threads=args.threads)
+    if args.runs is not None:
+        run_queue(args.runs or [f"{v}_s{s}" for s in RUN_SEEDS for v in VARIANTS], threads=args.threads)
 
 
 if __name__ == "__main__":
