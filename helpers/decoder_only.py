@@ -67,7 +67,8 @@ class DecoderOnly(nn.Module):
 
     ``forward(ids, src_lengths)``: ids (batch, n), each row ``source, <s>, target`` padded at the
     end; src_lengths (batch,) the source pieces of each row -> logits (batch, n, vocab); position
-    i's logits predict the piece at i + 1. ``prefix`` True: the prefix LM's mask; False: causal.
+    i's logits predict the piece at i + 1. ``stack(ids, src_lengths)``: the same before the output
+    layer, (batch, n, d). ``prefix`` True: the prefix LM's mask; False: causal.
     Initialised as helpers.model.Transformer: E ~ normal(0, d^-0.5), xavier_uniform on every other
     matrix; inputs are limited to ``max_len`` positions (256).
     """
@@ -95,14 +96,17 @@ class DecoderOnly(nn.Module):
         """√d_model · E[token] + PE(position), then dropout; positions broadcast against ids."""
         return self.dropout(self.embedding(ids) * math.sqrt(self.d) + self.pe[positions])
 
-    def forward(self, ids, src_lengths):
+    def stack(self, ids, src_lengths):
+        """The last block's output (batch, n, d), before the output layer."""
         hidden = self.hidden_mask(ids, src_lengths)
-        mask = torch.zeros(hidden.shape).masked_fill(hidden, float("-inf"))
-        mask = mask[:, None] if mask.dim() == 3 else mask       # (batch, 1 head axis, n, n)
+        mask = torch.zeros(hidden.shape).masked_fill(hidden, float("-inf"))[:, None]   # a head axis
         x = self.embed(ids, torch.arange(ids.shape[1]))
         for layer in self.layers:
             x = layer(x, mask)
-        return x @ self.embedding.weight.T                      # tied output layer
+        return x
+
+    def forward(self, ids, src_lengths):
+        return self.stack(ids, src_lengths) @ self.embedding.weight.T     # tied output layer
 
 
 # --- decoding with a key/value cache -------------------------------------------------------------

@@ -183,6 +183,22 @@ def test_the_batches_are_11s_batches_joined():
         assert int((labels != PAD).sum()) == int((tgt_out != PAD).sum())      # the same scored tokens
 
 
+@pytest.mark.parametrize("source_loss", [False, True])
+def test_the_step_scoring_only_labelled_positions_equals_the_full_one(source_loss):
+    batch = world.join([([5, 6], [7, 8]), ([9], [10]), ([3, 4, 11], [12])], source_loss)
+    updated = []
+    for update in (world.train_step, train_step):
+        model = _model(prefix=not source_loss)
+        opt = torch.optim.SGD(model.parameters(), lr=1.0)     # the weights move by the gradient
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
+        seed_all(1)                                      # the same dropout draws
+        loss = update(model, opt, sched, smoothed_loss(PAD, 0.1), *batch)
+        updated.append((loss, model.state_dict()))
+    (ours, after), (full, expected) = updated
+    assert ours == pytest.approx(full, rel=1e-6)
+    assert all(torch.allclose(after[k], expected[k], atol=1e-6) for k in after)
+
+
 def test_the_sizes_as_stated():
     counts = world.parameter_counts(1000)
     assert all(formula == counted for formula, counted in counts.values())
@@ -206,9 +222,11 @@ def _tiny_run(folder, steps):
     def on_milestone(done, last, averaged, seconds):
         return {"step": done, "norm": float(sum(v.float().norm() for v in averaged.values()))}
 
-    return train_resumable(folder, model, opt, sched, lambda b: train_step(model, opt, sched, loss_fn, *b),
-                           next_batch, gen, steps, every=5, keep=2, milestones=(10, 20, 30),
-                           on_milestone=on_milestone, save_every=10, progress=False)
+    def step(batch):
+        return world.train_step(model, opt, sched, loss_fn, *batch)
+
+    return train_resumable(folder, model, opt, sched, step, next_batch, gen, steps, every=5, keep=2,
+                           milestones=(10, 20, 30), on_milestone=on_milestone, save_every=10, progress=False)
 
 
 def test_a_resumed_decoder_only_run_equals_an_unbroken_one(tmp_path):

@@ -5,7 +5,8 @@ decoder-only model (helpers.decoder_only), trained and measured like 11's encode
   lengths and ``labels`` (the next piece at each position: ``target, </s>`` after the separator;
   PAD, which the loss ignores, on the source positions, or with source_loss the source's own next
   pieces); ``batches``: 11's training batches (tatoeba.batches: the same pairs in each step, in the
-  same order, drawn with the same generator), each joined.
+  same order, drawn with the same generator), each joined; ``train_step``: one update, the output
+  layer computed only where the loss reads it.
 - ``VARIANTS``: the prefix and causal LMs at equal non-embedding parameters with 11's 2 + 2
   encoder–decoder (4 blocks, d_ff 640), the causal LM with the loss on the source too, and the
   prefix and causal LMs at equal compute per pair (2 blocks, d_ff 512). ``parameter_counts``.
@@ -31,7 +32,8 @@ import torch
 from helpers import counting, seed_all
 from helpers.decoder_only import DecoderOnly, beam_search, greedy_decode
 from helpers.distributed import token_batches
-from helpers.recipe import adam_with_warmup, cross_entropy, smoothed_loss, train_step
+from helpers.recipe import adam_with_warmup, cross_entropy, smoothed_loss
+from helpers.recipe import train_step as recipe_train_step
 from helpers.tasks import tatoeba
 from helpers.tasks.runs import train_resumable, work_down
 from helpers.vocabulary import BOS, EOS, PAD
@@ -63,8 +65,8 @@ def join(encoded, source_loss=False):
     ids (batch, n): each row ``source, <s>, target``, padded at the end with PAD; src_lengths
     (batch,); labels (batch, n): the piece each position must predict, ``target, </s>`` from the
     separator on, PAD (ignored by the loss) on the source positions — or, with source_loss, the
-    source's next pieces there (``source[1:], <s>``). The order suits helpers.recipe.train_step:
-    model(ids, src_lengths) against labels."""
+    source's next pieces there (``source[1:], <s>``). The order suits train_step and helpers.recipe's
+    cross_entropy: model(ids, src_lengths) against labels."""
     rows, targets = [], []
     for source, target in encoded:
         rows.append(torch.tensor([*source, BOS, *target]))
@@ -94,6 +96,20 @@ def batches(encoded, generator, budget=tatoeba.BUDGET, source_loss=False):
         return made[id(batch)][1]
     next_batch.order = inner.order          # the batches left in this epoch (saved by a resumable run)
     return next_batch
+
+
+def train_step(model, opt, sched, loss_fn, ids, src_lengths, labels):
+    """One update, as helpers.recipe.train_step, with the output layer computed only at the scored
+    positions (labels not PAD): the same loss (ignore_index drops the others) for less work."""
+    model.train()
+    scored = labels != PAD
+    logits = model.stack(ids, src_lengths)[scored] @ model.embedding.weight.T
+    loss = loss_fn(logits, labels[scored])
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    sched.step()
+    return loss.item()
 
 
 # --- the models and their sizes ---------------------------------------------------------------
@@ -258,11 +274,12 @@ def time_steps(names=(*VARIANTS, "encoder_decoder"), steps=100, threads=1, seed=
             next_batch = tatoeba.batches(tatoeba.encode_pairs(train_pairs, pieces), gen)
         else:
             model, opt, sched, loss_fn, next_batch, _ = setup(name, seed, pieces, train_pairs)
+        update = recipe_train_step if name == "encoder_decoder" else train_step
         for _ in range(5):
-            train_step(model, opt, sched, loss_fn, *next_batch())
+            update(model, opt, sched, loss_fn, *next_batch())
         start = time.perf_counter()
         for _ in range(steps):
-            train_step(model, opt, sched, loss_fn, *next_batch())
+            update(model, opt, sched, loss_fn, *next_batch())
         times[name] = (time.perf_counter() - start) / steps * 1e3
         print(f"{name}: {times[name]:.0f} ms per step", flush=True)
     return times
