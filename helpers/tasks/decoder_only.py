@@ -141,6 +141,20 @@ def parameter_counts(n_vocab):
     return counts
 
 
+def check_counts(n_vocab):
+    """Print the counts; assert the formulas equal the models and the equal-parameter variants
+    (4 blocks) are within 1 % of the encoder–decoder."""
+    counts = parameter_counts(n_vocab)
+    for name, (formula, counted) in counts.items():
+        print(f"{name}: {formula:,} non-embedding parameters by 06's formulas, {counted:,} counted")
+        assert formula == counted, name
+    reference = counts["encoder_decoder_2+2"][0]
+    for name, cfg in VARIANTS.items():
+        if cfg["n_layers"] == 4:
+            assert abs(counts[name][0] / reference - 1) < 0.01, name
+    return counts
+
+
 # --- measured like tatoeba.decodings -------------------------------------------------------------
 
 @torch.no_grad()
@@ -250,6 +264,7 @@ def run_names(seeds=RUN_SEEDS, variants=VARIANTS):
 def run_queue(names, threads=1, states=RUN_STATES, out=RUNS):
     """Work down the list of runs ("variant_sN"), skipping those another process has or finished."""
     w = tatoeba.dev_world()
+    check_counts(len(w["pieces"].vocab))
     work_down(names, lambda variant, seed: run_variant(variant, seed, threads=threads, states=states,
                                                        out=out, world=w), states, out)
 
@@ -299,9 +314,7 @@ def main(argv=None):
     if args.runs is None and args.time is None and not args.counts:
         parser.error("nothing to do: pass --runs, --time or --counts")
     if args.counts:
-        n_vocab = len(tatoeba.dev_world()["pieces"].vocab)
-        for name, (formula, counted) in parameter_counts(n_vocab).items():
-            print(f"{name}: {formula:,} by the formulas, {counted:,} counted")
+        check_counts(len(tatoeba.dev_world()["pieces"].vocab))
     if args.time is not None:
         time_steps(steps=args.time, threads=args.threads)
     if args.runs is not None:
