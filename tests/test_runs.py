@@ -57,3 +57,13 @@ def test_two_processes_never_own_one_run(tmp_path):
     assert runs.claim(tmp_path / "b")
     runs.release(tmp_path / "b", finished=False)
     assert runs.claim(tmp_path / "b")                  # stopped unfinished: it can be taken up
+
+
+def test_a_queue_skips_what_is_finished_or_taken(tmp_path):
+    states, out, ran = tmp_path / "states", tmp_path / "out", []
+    out.mkdir()
+    (out / "a_s0.json").write_text("{}")               # finished earlier
+    assert runs.claim(states / "a_s2")                 # another process has it
+    runs.work_down(["a_s0", "a_s1", "a_s2", "b_x_s3"], lambda v, s: ran.append((v, s)), states, out)
+    assert ran == [("a", 1), ("b_x", 3)]
+    assert (states / "a_s1" / "done").exists() and not (states / "a_s1" / "lock").exists()

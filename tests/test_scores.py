@@ -13,7 +13,7 @@ from helpers.tasks import tatoeba
 
 @pytest.fixture(scope="module")
 def corpus():
-    _, dev, test = tatoeba.splits()
+    _, dev, test = tatoeba.split()
     refs = list(tatoeba.references_of(test).values()) + list(tatoeba.references_of(dev).values())
     rnd = random.Random(7)
     # outputs that are cut references with endings added: partly right, of every length, some empty

@@ -9,7 +9,8 @@ Resumed from that file a run writes exactly what it would have written without t
 measurements draw no random number (eval mode, deterministic decoding).
 
 ``claim(folder)`` takes a run for this process (a lock file made with O_EXCL), so two commands
-working down the same list of runs never train the same one.
+working down the same list of runs never train the same one; ``work_down(names, run, states, out)``
+is such a command's loop.
 """
 
 import os
@@ -47,6 +48,24 @@ def release(folder, finished):
     if finished:
         (folder / "done").write_text("done\n")
     (folder / "lock").unlink(missing_ok=True)
+
+
+def work_down(names, run, states, out):
+    """Train the runs named ("variant_sN") in order with run(variant, seed), skipping those finished
+    (out/<name>.json exists) or owned by another process (claim on states/<name>)."""
+    for name in names:
+        variant, seed = name.rsplit("_s", 1)
+        folder = pathlib.Path(states) / name
+        if (pathlib.Path(out) / f"{name}.json").exists() or not claim(folder):
+            continue
+        finished = False
+        try:
+            start = time.time()
+            run(variant, int(seed))
+            finished = True
+            print(f"{name}: done in {(time.time() - start) / 60:.1f} min", flush=True)
+        finally:
+            release(folder, finished)
 
 
 def train_resumable(folder, model, opt, sched, step, next_batch, generator, steps, every=100,

@@ -40,7 +40,6 @@ import os
 import pathlib
 import random
 import re
-import time
 from typing import NamedTuple
 
 import torch
@@ -52,7 +51,7 @@ from helpers.distributed import token_batches
 from helpers.model import Transformer
 from helpers.recipe import adam_with_warmup, cross_entropy, smoothed_loss, train_step
 from helpers.tasks import numbers
-from helpers.tasks.runs import claim, release, train_resumable
+from helpers.tasks.runs import train_resumable, work_down
 from helpers.vocabulary import EOS, PAD, Vocabulary
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -271,17 +270,18 @@ def load_model(pieces, path=None):
 
 
 @torch.no_grad()
-def translate(model, english, pieces, beam=1, chunk=100):
+def translate(model, english, pieces, beam=1, chunk=100, greedy=greedy_decode, search=beam_search):
     """English sentences -> (French sentences, how many of them ran to the length limit):
-    greedy (beam=1, at most input + 50 pieces) or beam search (k = beam, α 0.6, input + 50)."""
+    greedy (beam=1, at most input + 50 pieces) or beam search (k = beam, α 0.6, input + 50).
+    greedy and search: the decoding functions (another kind of model brings its own)."""
     out, looped = [], 0
     for i in range(0, len(english), chunk):
         part = english[i: i + chunk]
         src = tensors([(pieces.ids(e), []) for e in part])[0]
         if beam == 1:
-            ys = greedy_decode(model, src, max_len=int((src != PAD).sum(1).max()) + 50)
+            ys = greedy(model, src, max_len=int((src != PAD).sum(1).max()) + 50)
         else:
-            ys = beam_search(model, src, k=beam, alpha=0.6, extra=50)
+            ys = search(model, src, k=beam, alpha=0.6, extra=50)
         for row, n_src in zip(ys.tolist(), (src != PAD).sum(1).tolist(), strict=True):
             written = row[1:]
             if EOS not in written[: n_src + 50]:
@@ -429,19 +429,8 @@ def run_variant(variant, seed, steps=STEPS, threads=1, states=RUN_STATES, out=RU
 def run_queue(names, threads=1, states=RUN_STATES, out=RUNS):
     """Work down the list of runs ("variant_sN"), skipping those another process has or finished."""
     w = world()
-    for name in names:
-        variant, seed = name.rsplit("_s", 1)
-        folder = pathlib.Path(states) / name
-        if (pathlib.Path(out) / f"{name}.json").exists() or not claim(folder):
-            continue
-        finished = False
-        try:
-            start = time.time()
-            run_variant(variant, int(seed), threads=threads, states=states, out=out, world=w)
-            finished = True
-            print(f"{name}: done in {(time.time() - start) / 60:.1f} min", flush=True)
-        finally:
-            release(folder, finished)
+    work_down(names, lambda variant, seed: run_variant(variant, seed, threads=threads, states=states,
+                                                       out=out, world=w), states, out)
 
 
 def main(argv=None):
