@@ -426,6 +426,11 @@ def run_variant(variant, seed, steps=STEPS, threads=1, states=RUN_STATES, out=RU
     return result
 
 
+def load_runs(folder=RUNS):
+    """{"variant_sN": the run's JSON} for every finished run in folder."""
+    return {p.stem: json.loads(p.read_text()) for p in sorted(pathlib.Path(folder).glob("*.json"))}
+
+
 def run_queue(names, threads=1, states=RUN_STATES, out=RUNS):
     """Work down the list of runs ("variant_sN"), skipping those another process has or finished."""
     w = world()
