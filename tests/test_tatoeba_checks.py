@@ -351,3 +351,15 @@ def test_the_encoded_questions_pass_their_answer_and_name_each_wrong_option(chec
     question = tatoeba._LEAK_QUESTION if "leak" in check else tatoeba._BLIND_QUESTION
     for option, hint in question["wrong"].items():
         assert printed(capsys, fn, option) == hint
+
+
+def test_no_cell_before_your_turn_2_shows_its_two_key_lines():
+    """The clipping by the largest count in one reference (a Counter's |) and the closest length with
+    its tie rule are the exercise's answer: the exercise copy shows neither above it."""
+    import json
+    import pathlib
+    cells = json.loads((pathlib.Path(__file__).parents[1] / "notebooks" / "11_real_sentences.ipynb")
+                       .read_text())["cells"]
+    turn = next(k for k, c in enumerate(cells) if "".join(c["source"]).startswith("## Your turn 2"))
+    code = "".join("".join(c["source"]) for c in cells[:turn] if c["cell_type"] == "code")
+    assert "|=" not in code and "abs(x - len(" not in code and "abs(len(" not in code
