@@ -646,3 +646,37 @@ def test_worker_check_under_spawn_on_a_function_defined_in_main(divisor, words, 
     line = printed(capsys, check_worker, namespace["my_worker"])
     assert words in line, line
     assert distributed.leftover_workers() == []
+
+
+# --- Issue 48: Q3 in other units, and with the paper's 65 M parameters --------------------------------
+
+@pytest.mark.parametrize("value, words", [
+    (0.473, "gigabytes (GB)"), (0.47311872, "gigabytes (GB)"), (0.44, "gibibytes (GiB)"),
+    (473_118.72, "kilobytes (kB)"), (473_119, "kilobytes (kB)"), (462_030, "kibibytes (KiB)"),
+    (473.1, "megabytes (MB)"),
+    (2 * 15 * 4 * 65_000_000 / 16, "the paper's 65 M parameters"),
+    (0.4875, "the paper's 65 M parameters"), (487.5, "the paper's 65 M parameters"),
+])
+def test_ring_question_names_the_unit_and_the_papers_count(value, words, capsys):
+    line = printed(capsys, check_ring_question, value)
+    assert words in line, (value, line)
+    assert "473,118,720" not in line and "473118720" not in line, line
+
+
+# --- Issue 48: a rebuilt or wrapped accumulated_step is not told "returned None" -----------------------
+
+def test_a_rebuilt_or_wrapped_reference_is_not_told_it_returned_none(capsys):
+    """The course's accumulated_step returned nothing while the exercise asks for the loss, so a copy of it
+    was told "returned None"; it returns the loss now, as the exercise's answer does."""
+    import types
+    f = distributed.accumulated_step
+
+    class Holder:
+        def __init__(self, fn):
+            self.fn = fn
+
+        def __call__(self, *args):
+            return self.fn(*args)
+    for fn in (types.FunctionType(f.__code__, f.__globals__), Holder(f)):
+        line = printed(capsys, check_accumulation, fn)
+        assert "returned None" not in line, line

@@ -555,6 +555,7 @@ def check_seeds_question(answer_2):
 
 
 Q3_PARAMETERS, Q3_WORKERS = 63_082_496, 16
+Q3_PAPER_PARAMETERS = 65_000_000          # Table 3's "65 M" for the base model
 Q3_RIGHT = 2 * (Q3_WORKERS - 1) * 4 * Q3_PARAMETERS // Q3_WORKERS
 
 
@@ -582,12 +583,21 @@ def check_ring_question(answer_3):
                                   "of the 15 others; the ring sends 2 · (W − 1)/W of it."),
         (2 * (Q3_WORKERS - 1) * Q3_PARAMETERS / Q3_WORKERS, "That counts numbers, not bytes: each float32 "
                                                             "takes 4 bytes."),
-        (Q3_RIGHT / 1e6, "That is in megabytes: the question asks for bytes."),
-        (Q3_RIGHT / 2 ** 20, "That is in mebibytes: the question asks for bytes."),
     ]
     for wrong, hint in mistakes:
         if close(value, wrong, 0.5 if wrong > 1000 else 1e-3):
             return hint
+    # the right count in another unit, to 2 significant digits or more (a unit, not a value, is named)
+    for factor, unit in ((1e3, "kilobytes (kB)"), (2 ** 10, "kibibytes (KiB)"), (1e6, "megabytes (MB)"),
+                         (2 ** 20, "mebibytes (MiB)"), (1e9, "gigabytes (GB)"), (2 ** 30, "gibibytes (GiB)")):
+        if abs(value * factor - Q3_RIGHT) <= 0.01 * Q3_RIGHT:
+            return f"That is in {unit}: the question asks for bytes, the exact number."
+    paper = 2 * (Q3_WORKERS - 1) * 4 * Q3_PAPER_PARAMETERS / Q3_WORKERS
+    for factor in (1, 1e3, 2 ** 10, 1e6, 2 ** 20, 1e9, 2 ** 30):
+        if abs(value * factor - paper) <= 0.01 * paper:
+            return ("You counted the paper's 65 M parameters (Table 3, rounded, and its vocabulary): the "
+                    "base model as the course builds it, whose gradient is all-reduced here, has "
+                    "63,082,496 (notebook 06); count in bytes, 4 per float32.")
     if abs(value - Q3_RIGHT) <= 0.01 * Q3_RIGHT:
         return "Close: give the exact number of bytes, 2 · (16 − 1)/16 · 4 · 63,082,496."
     return ("Each worker sends 2 · (W − 1)/W times the gradient's bytes (section 4): here W = 16 and the "
