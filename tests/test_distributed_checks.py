@@ -680,3 +680,71 @@ def test_a_rebuilt_or_wrapped_reference_is_not_told_it_returned_none(capsys):
     for fn in (types.FunctionType(f.__code__, f.__globals__), Holder(f)):
         line = printed(capsys, check_accumulation, fn)
         assert "returned None" not in line, line
+
+
+# --- Issue 48: four more accumulation mistakes, each with its own sentence -------------------------------
+
+def clipped_before_the_step(model, optimizer, micro_batches):
+    optimizer.zero_grad()
+    total = sum(int((b[2] != 0).sum()) for b in micro_batches)
+    whole = 0.0
+    for src, tgt_in, tgt_out in micro_batches:
+        loss = token_loss(model, src, tgt_in, tgt_out) * int((tgt_out != 0).sum()) / total
+        loss.backward()
+        whole += loss.item()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+    optimizer.step()
+    return whole
+
+
+def last_left_unscaled(model, optimizer, micro_batches):
+    optimizer.zero_grad()
+    total = sum(int((b[2] != 0).sum()) for b in micro_batches)
+    whole = 0.0
+    for i, (src, tgt_in, tgt_out) in enumerate(micro_batches):
+        loss = token_loss(model, src, tgt_in, tgt_out)
+        if i < len(micro_batches) - 1:
+            loss = loss * int((tgt_out != 0).sum()) / total
+        loss.backward()
+        whole += loss.item()
+    optimizer.step()
+    return whole
+
+
+def stepped_twice(model, optimizer, micro_batches):
+    optimizer.zero_grad()
+    total = sum(int((b[2] != 0).sum()) for b in micro_batches)
+    whole = 0.0
+    for src, tgt_in, tgt_out in micro_batches:
+        loss = token_loss(model, src, tgt_in, tgt_out) * int((tgt_out != 0).sum()) / total
+        loss.backward()
+        whole += loss.item()
+    optimizer.step()
+    optimizer.step()                  # once more "to be sure"
+    return whole
+
+
+def running_total(model, optimizer, micro_batches):
+    optimizer.zero_grad()
+    seen, whole = 0, 0.0
+    for src, tgt_in, tgt_out in micro_batches:
+        tokens = int((tgt_out != 0).sum())
+        seen += tokens
+        loss = token_loss(model, src, tgt_in, tgt_out) * tokens / seen
+        loss.backward()
+        whole += loss.item()
+    optimizer.step()
+    return whole
+
+
+ISSUE_48_ACCUMULATION = {clipped_before_the_step: "clip_grad_norm_",
+                         last_left_unscaled: "last micro-batch's loss",
+                         stepped_twice: "optimizer.step() ran 2 times", running_total: "running total"}
+
+
+@pytest.mark.parametrize("fn", list(ISSUE_48_ACCUMULATION))
+def test_each_issue_48_accumulation_mistake_has_its_own_sentence(fn, capsys):
+    line = printed(capsys, check_accumulation, fn)
+    assert ISSUE_48_ACCUMULATION[fn] in line, line
+    assert all(words not in line for other, words in ISSUE_48_ACCUMULATION.items() if other is not fn), line
+    assert not line.startswith("The step differs from one step"), line

@@ -69,15 +69,17 @@ def _simulate(micro, scale="tokens", zero_inside=False, step_inside=False, zero_
     total = sum(n_tokens(b[2]) for b in micro)
     rows = sum(b[0].shape[0] for b in micro)
     positions = sum(b[2].numel() for b in micro)
-    reported = 0.0
-    for src, tgt_in, tgt_out in micro:
+    reported, seen = 0.0, 0
+    for k, (src, tgt_in, tgt_out) in enumerate(micro):
         if zero_inside:
             optimizer.zero_grad()
         loss = token_loss(model, src, tgt_in, tgt_out)
         n = n_tokens(tgt_out)
+        seen += n
         factor = {"tokens": n / total, "mean": 1 / len(micro), "none": 1.0, "rows": src.shape[0] / rows,
                   "positions": tgt_out.numel() / positions, "tokens twice": (n / total) ** 2,
-                  "tokens and mean": n / total / len(micro), "sum": n}[scale]
+                  "tokens and mean": n / total / len(micro), "sum": n, "running": n / seen,
+                  "last unscaled": 1.0 if k == len(micro) - 1 else n / total}[scale]
         (loss * factor).backward()
         reported += loss.item() * factor
         if step_inside:
@@ -123,6 +125,11 @@ ACCUMULATION_MISTAKES = [
     ("Your losses are sums over the tokens (reduction=\"sum\"), never divided: the gradient is "
      "total_tokens times too large. Divide each summed loss by total_tokens (or use token_loss, a mean, "
      "times n_tokens / total_tokens).", {"scale": "sum"}),
+    ("You divided each micro-batch's tokens by a running total, the tokens seen so far: every share "
+     "must use the same total, all the micro-batches' target tokens, counted before the loop.",
+     {"scale": "running"}),
+    ("The last micro-batch's loss is not scaled: every micro-batch's loss, the last one too, is "
+     "multiplied by its n_tokens / total_tokens before backward().", {"scale": "last unscaled"}),
 ]
 
 ACCUMULATE = "my_accumulated_step(model, optimizer, micro_batches)"
@@ -131,6 +138,20 @@ ACCUMULATE_REFERENCE = [(distributed, "accumulated_step", "helpers.distributed.a
 
 def _gap(a, b):
     return max(float((a[k].double() - b[k].double()).abs().max()) for k in a)
+
+
+def _uniform_factor(got, right, start):
+    """c when every weight's change in got is c times its change in right (within float32 rounding),
+    else None: what clipping the gradient's norm before a plain SGD step does."""
+    moved = {k: got[k].double() - start[k].double() for k in got}
+    wanted = {k: right[k].double() - start[k].double() for k in right}
+    norm = sum(float((w * w).sum()) for w in wanted.values())
+    if norm == 0:
+        return None
+    c = sum(float((m * w).sum()) for m, w in zip(moved.values(), wanted.values(), strict=True)) / norm
+    if any(float((moved[k] - c * wanted[k]).abs().max()) > WEIGHT_TOLERANCE for k in wanted):
+        return None
+    return c
 
 
 class _Counting:
@@ -191,6 +212,14 @@ def check_accumulation(fn):
         for hint, kwargs in ACCUMULATION_MISTAKES:
             if _gap(got, _simulate(micro, **kwargs)[0]) <= WEIGHT_TOLERANCE:
                 return hint.replace("{counts}", _counts())
+        if counted.steps > 1:
+            return (f"optimizer.step() ran {counted.steps} times in one call: each step moves the weights "
+                    "by the whole gradient again. Call it once, after the loop.")
+        factor = _uniform_factor(got, right, start)
+        if factor is not None and 0 < factor < 1:
+            return ("Your step points the right way but is shorter: every weight moved by the same fraction "
+                    "of the right change, as clipping the gradient's norm (clip_grad_norm_) before the step "
+                    "does. One step on the big batch is not clipped here: leave clipping out.")
         return ("The step differs from one step on the three micro-batches as one batch: zero the "
                 "gradients once, backward() each micro-batch's token_loss times n_tokens(tgt_out) / "
                 "total_tokens, then one optimizer.step().")
