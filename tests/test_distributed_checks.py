@@ -748,3 +748,45 @@ def test_each_issue_48_accumulation_mistake_has_its_own_sentence(fn, capsys):
     assert ISSUE_48_ACCUMULATION[fn] in line, line
     assert all(words not in line for other, words in ISSUE_48_ACCUMULATION.items() if other is not fn), line
     assert not line.startswith("The step differs from one step"), line
+
+
+# --- Issue 48: zero_grad() among the worker's events, and state_dict()'s tensors named ------------------
+
+def zero_grad_between_reduce_and_step(rank, world_size, steps):
+    torch.manual_seed(SEED)
+    model = new_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    for step in range(steps):
+        shard_loss(model, step, rank, world_size).backward()
+        for p in model.parameters():
+            dist.all_reduce(p.grad)
+            p.grad /= world_size
+        optimizer.zero_grad()                 # "clean up" before stepping
+        optimizer.step()
+    return model
+
+
+def reduces_the_state_dict(rank, world_size, steps):
+    torch.manual_seed(SEED)
+    model = new_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    for step in range(steps):
+        optimizer.zero_grad()
+        shard_loss(model, step, rank, world_size).backward()
+        for tensor in model.state_dict().values():
+            if tensor.is_floating_point():
+                dist.all_reduce(tensor)
+                tensor /= world_size
+        optimizer.step()
+    return model
+
+
+@pytest.mark.parametrize("fn, words", [
+    (zero_grad_between_reduce_and_step, "zero_grad() ran between the all-reduce and optimizer.step()"),
+    (reduces_the_state_dict, "model.state_dict()'s tensors"),
+])
+def test_worker_names_zero_grad_after_the_reduce_and_the_state_dict(fn, words, capsys):
+    line = printed(capsys, check_worker, fn)
+    assert words in line and "not the parameters' gradients" in line or "zero_grad()" in words, line
+    assert "call loss.backward() before it" not in line, line
+    assert distributed.leftover_workers() == []

@@ -288,6 +288,8 @@ def _checked_worker(rank, world_size, fn, steps, with_ddp=True):
                     return "grad"
                 if tensor.data_ptr() == p.data_ptr():
                     return "weight"
+            if any(tensor.data_ptr() == b.data_ptr() for b in model.buffers()):
+                return "buffer"
         return "other"
 
     def recording(name, real):
@@ -297,7 +299,7 @@ def _checked_worker(rank, world_size, fn, steps, with_ddp=True):
             if name == "all_reduce" and (not args or args[0] is None):
                 raise ValueError("dist.all_reduce got None instead of a tensor")
             kinds = {kind(t) for t in tensors}
-            events.append(f"{name} {next((k for k in ('grad', 'weight') if k in kinds), 'other')}")
+            events.append(f"{name} {next((k for k in ('grad', 'weight', 'buffer') if k in kinds), 'other')}")
             return real(*args, **kwargs)
         return collective
 
@@ -306,8 +308,16 @@ def _checked_worker(rank, world_size, fn, steps, with_ddp=True):
             first_grads.append({n: (None if p.grad is None else p.grad.clone())
                                 for n, p in models[0][0].named_parameters()})
 
+    def zeroing(real):
+        def zero_grad(self, *args, **kwargs):
+            events.append("zero_grad")
+            return real(self, *args, **kwargs)
+        return zero_grad
+
     swaps = [(dist, name, getattr(dist, name), recording(name, getattr(dist, name)))
              for name in COLLECTIVES if hasattr(dist, name)]
+    swaps += [(owner, "zero_grad", owner.zero_grad, zeroing(owner.zero_grad))
+              for owner in (torch.optim.Optimizer, torch.nn.Module)]
     swaps.append((workers, "new_model", real_new_model, recording_new_model))
     for name, value in list(namespace.items()):
         for _, _, real, fake in list(swaps):
@@ -425,10 +435,10 @@ def _diagnose(results, world, steps):
         return ("The workers agree with each other but did not start from the weights of seed SEED: call "
                 "torch.manual_seed(SEED) just before new_model().")
     events = r0["events"]
-    if "all_reduce weight" in events:
-        return ("You all-reduced the weights (p or p.data), not the gradients: after backward() the "
-                "workers have the same weights and different gradients, so it is p.grad that must be "
-                "averaged.")
+    if "all_reduce weight" in events or "all_reduce buffer" in events:
+        return ("You all-reduced the weights (p, p.data, or model.state_dict()'s tensors, which are the "
+                "weights and buffers), not the parameters' gradients: after backward() the workers have "
+                "the same weights and different gradients, so it is each p.grad that must be averaged.")
     if not any(e.split()[0] in COLLECTIVES for e in events):
         return ("No dist.all_reduce was called: each worker stepped on its own shard's gradient. After "
                 "loss.backward(), all-reduce every p.grad and divide by world_size.")
@@ -445,6 +455,12 @@ def _diagnose(results, world, steps):
         return ("You called optimizer.step() before the all-reduce: each worker stepped on its own "
                 "shard's gradient, and the average came too late. Order each step: backward(), the "
                 "all-reduce and division, then optimizer.step().")
+    last_reduce = max((i for i, e in enumerate(before) if e.split()[0] in COLLECTIVES), default=-1)
+    zeroed_after = "zero_grad" in before[last_reduce:]
+    if "backward" in before and before.index("backward") < last_reduce and zeroed_after:
+        return ("zero_grad() ran between the all-reduce and optimizer.step(): it erased the averaged "
+                "gradients, so the step had none to apply. Zero the gradients at the start of each step, "
+                "before loss.backward().")
     right, local = _reference_grads(world)
     grads = r0["grads"]
     if grads is None or any(grads[n] is None for n in right):
