@@ -381,8 +381,9 @@ def check_bleu_several(my_bleu_several):
                     "mean, the closest reference length, one brevity penalty).")
 
 
-SEVERAL_PASSED = ("Your BLEU equals the course's on two corpora of one to four references per sentence "
-                  "(and so sacrebleu's, which the notebook shows on the model's outputs).")
+SEVERAL_PASSED = ("Your BLEU equals the course's on three corpora of one to four references per sentence, "
+                  "one of them scoring 0 (and so sacrebleu's, which the notebook shows on the model's "
+                  "outputs).")
 
 
 # --- Check your understanding -------------------------------------------------------------------
