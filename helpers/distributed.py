@@ -111,13 +111,17 @@ def n_tokens(tgt_out):
 def accumulated_step(model, optimizer, micro_batches):
     """One optimizer step on the union of micro_batches, each (src, tgt_in, tgt_out): each
     micro-batch's mean loss weighted by its share of the target tokens, so that the summed
-    gradients are those of the mean over all the tokens, as one big batch gives."""
+    gradients are those of the mean over all the tokens, as one big batch gives. Returns that
+    batch's loss, the sum of the weighted losses, as a number."""
     optimizer.zero_grad()
     total = sum(n_tokens(tgt_out) for _, _, tgt_out in micro_batches)
+    whole = 0.0
     for src, tgt_in, tgt_out in micro_batches:
-        loss = token_loss(model, src, tgt_in, tgt_out)
-        (loss * n_tokens(tgt_out) / total).backward()
+        loss = token_loss(model, src, tgt_in, tgt_out) * n_tokens(tgt_out) / total
+        loss.backward()
+        whole += loss.item()
     optimizer.step()
+    return whole
 
 
 def one_batch(micro_batches):

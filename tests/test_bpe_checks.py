@@ -332,3 +332,51 @@ def merging_with_str_replace(texts, n_merges):
 def test_issue_39_each_merge_mistake_gets_its_own_hint(wrong, words, capsys):
     line = printed(capsys, check_learn_merges, wrong)
     assert words in line, line
+
+
+# --- Issue 48: the tie hint is given from what the learner's own function does ---------------------
+
+def counts_with_a_slip(skip):
+    """A learner's loop whose counting slips: skip "last" or "first" leaves out that pair of every word;
+    "last of long words" only in words of three symbols or more. Its tie rule is subword-nmt's."""
+    def my_learn_merges(texts, n_merges):
+        vocab = Counter()
+        for text in texts:
+            for w in text.split():
+                vocab[tuple(w[:-1]) + (w[-1] + END,)] += 1
+        merges = []
+        for _ in range(n_merges):
+            pairs = Counter()
+            for s, n in vocab.items():
+                short_one = skip == "last" or (skip == "last of long words" and len(s) > 2)
+                stop = len(s) - 2 if short_one else len(s) - 1
+                for i in range(1 if skip == "first" else 0, stop):
+                    pairs[s[i], s[i + 1]] += n
+            if not pairs:
+                break
+            best = max(pairs, key=lambda p: (pairs[p], p))
+            if pairs[best] < 2:
+                break
+            merges.append(best)
+            new = Counter()
+            for s, n in vocab.items():
+                out, i = [], 0
+                while i < len(s):
+                    if i + 1 < len(s) and (s[i], s[i + 1]) == best:
+                        out.append(s[i] + s[i + 1])
+                        i += 2
+                    else:
+                        out.append(s[i])
+                        i += 1
+                new[tuple(out)] += n
+            vocab = new
+        return merges
+    return my_learn_merges
+
+
+@pytest.mark.parametrize("skip, words", [("last", "leave out each word's last pair"),
+                                         ("first", "leave out each word's first pair"),
+                                         ("last of long words", "so your counts are not these")])
+def test_a_counting_slip_is_not_sent_to_the_tie_rule(skip, words, capsys):
+    line = printed(capsys, check_learn_merges, counts_with_a_slip(skip))
+    assert words in line and "break a tie as subword-nmt does, with" not in line, line

@@ -666,3 +666,37 @@ def test_issue_29_a_nan_from_a_mask_is_still_blamed_on_the_mask(capsys):
 def test_issue_29_the_layer_written_out_with_the_right_scale_passes(capsys):
     line = said(check_decoder_layer, layer_with(scale=lambda d, h: math.sqrt(d // h)), capsys=capsys)
     assert line.startswith("Check passed."), line
+
+
+# --- Issue 48: a causal mask that hides the diagonal, however the mask is applied ------------------
+
+def diagonal_hidden_with_sdpa(y, memory, src_pad, L):
+    """scaled_dot_product_attention gives a query whose keys are all hidden zero weights, not NaN."""
+    def mha(q_in, kv_in, A, hidden):
+        d, h = q_in.shape[-1], A.num_heads
+        q, k, v = (F.linear(t, w, b).view(t.shape[0], -1, h, d // h).transpose(1, 2) for t, w, b in
+                   zip((q_in, kv_in, kv_in), A.in_proj_weight.chunk(3), A.in_proj_bias.chunk(3), strict=True))
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=~hidden)
+        return A.out_proj(out.transpose(1, 2).flatten(2))
+    n = y.shape[1]
+    y = norm(y + mha(y, y, L.self_attn, torch.ones(n, n, dtype=torch.bool).triu()), L.norm1)
+    y = norm(y + mha(y, memory, L.multihead_attn, keys(src_pad)), L.norm2)
+    return norm(y + ffn(y, L), L.norm3)
+
+
+def diagonal_hidden_with_minus_1e9(y, memory, src_pad, L):
+    """A large finite negative number: the first query reads every position equally."""
+    n, d, h = y.shape[1], y.shape[-1], L.self_attn.num_heads
+    A = L.self_attn
+    q, k, v = (F.linear(y, w, b).view(y.shape[0], n, h, d // h).transpose(1, 2)
+               for w, b in zip(A.in_proj_weight.chunk(3), A.in_proj_bias.chunk(3), strict=True))
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(d // h)).masked_fill(torch.ones(n, n).triu() == 1, -1e9)
+    y = norm(y + A.out_proj((scores.softmax(-1) @ v).transpose(1, 2).flatten(2)), L.norm1)
+    y = norm(y + attend(y, memory, L.multihead_attn, keys(src_pad)), L.norm2)
+    return norm(y + ffn(y, L), L.norm3)
+
+
+@pytest.mark.parametrize("fn", [diagonal_hidden_with_sdpa, diagonal_hidden_with_minus_1e9])
+def test_a_causal_mask_hiding_the_diagonal_gets_its_hint_however_applied(fn, capsys):
+    line = said(check_decoder_layer, fn, capsys=capsys)
+    assert line.startswith("Your causal mask hides the diagonal too"), line

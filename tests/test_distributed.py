@@ -62,12 +62,14 @@ def test_accumulated_step_equals_one_big_step():
         model = new_model()
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         if accumulate:
-            accumulated_step(model, optimizer, micro)
+            returned = accumulated_step(model, optimizer, micro)
         else:
-            token_loss(model, *one_batch(micro)).backward()
+            loss = token_loss(model, *one_batch(micro))
+            loss.backward()
             optimizer.step()
         models.append(model.state_dict())
     assert largest_difference(*models) < 1e-6
+    assert abs(returned - loss.item()) < 1e-5        # it returns the whole batch's loss, as the exercise asks
 
 
 # --- the workers ------------------------------------------------------------------------------

@@ -646,3 +646,147 @@ def test_worker_check_under_spawn_on_a_function_defined_in_main(divisor, words, 
     line = printed(capsys, check_worker, namespace["my_worker"])
     assert words in line, line
     assert distributed.leftover_workers() == []
+
+
+# --- Issue 48: Q3 in other units, and with the paper's 65 M parameters --------------------------------
+
+@pytest.mark.parametrize("value, words", [
+    (0.473, "gigabytes (GB)"), (0.47311872, "gigabytes (GB)"), (0.44, "gibibytes (GiB)"),
+    (473_118.72, "kilobytes (kB)"), (473_119, "kilobytes (kB)"), (462_030, "kibibytes (KiB)"),
+    (473.1, "megabytes (MB)"),
+    (2 * 15 * 4 * 65_000_000 / 16, "the paper's 65 M parameters"),
+    (0.4875, "the paper's 65 M parameters"), (487.5, "the paper's 65 M parameters"),
+])
+def test_ring_question_names_the_unit_and_the_papers_count(value, words, capsys):
+    line = printed(capsys, check_ring_question, value)
+    assert words in line, (value, line)
+    assert "473,118,720" not in line and "473118720" not in line, line
+
+
+# --- Issue 48: a rebuilt or wrapped accumulated_step is not told "returned None" -----------------------
+
+def test_a_rebuilt_or_wrapped_reference_is_not_told_it_returned_none(capsys):
+    """The course's accumulated_step returned nothing while the exercise asks for the loss, so a copy of it
+    was told "returned None"; it returns the loss now, as the exercise's answer does."""
+    import types
+    f = distributed.accumulated_step
+
+    class Holder:
+        def __init__(self, fn):
+            self.fn = fn
+
+        def __call__(self, *args):
+            return self.fn(*args)
+    for fn in (types.FunctionType(f.__code__, f.__globals__), Holder(f)):
+        line = printed(capsys, check_accumulation, fn)
+        assert "returned None" not in line, line
+
+
+# --- Issue 48: four more accumulation mistakes, each with its own sentence -------------------------------
+
+def clipped_before_the_step(model, optimizer, micro_batches):
+    optimizer.zero_grad()
+    total = sum(int((b[2] != 0).sum()) for b in micro_batches)
+    whole = 0.0
+    for src, tgt_in, tgt_out in micro_batches:
+        loss = token_loss(model, src, tgt_in, tgt_out) * int((tgt_out != 0).sum()) / total
+        loss.backward()
+        whole += loss.item()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+    optimizer.step()
+    return whole
+
+
+def last_left_unscaled(model, optimizer, micro_batches):
+    optimizer.zero_grad()
+    total = sum(int((b[2] != 0).sum()) for b in micro_batches)
+    whole = 0.0
+    for i, (src, tgt_in, tgt_out) in enumerate(micro_batches):
+        loss = token_loss(model, src, tgt_in, tgt_out)
+        if i < len(micro_batches) - 1:
+            loss = loss * int((tgt_out != 0).sum()) / total
+        loss.backward()
+        whole += loss.item()
+    optimizer.step()
+    return whole
+
+
+def stepped_twice(model, optimizer, micro_batches):
+    optimizer.zero_grad()
+    total = sum(int((b[2] != 0).sum()) for b in micro_batches)
+    whole = 0.0
+    for src, tgt_in, tgt_out in micro_batches:
+        loss = token_loss(model, src, tgt_in, tgt_out) * int((tgt_out != 0).sum()) / total
+        loss.backward()
+        whole += loss.item()
+    optimizer.step()
+    optimizer.step()                  # once more "to be sure"
+    return whole
+
+
+def running_total(model, optimizer, micro_batches):
+    optimizer.zero_grad()
+    seen, whole = 0, 0.0
+    for src, tgt_in, tgt_out in micro_batches:
+        tokens = int((tgt_out != 0).sum())
+        seen += tokens
+        loss = token_loss(model, src, tgt_in, tgt_out) * tokens / seen
+        loss.backward()
+        whole += loss.item()
+    optimizer.step()
+    return whole
+
+
+ISSUE_48_ACCUMULATION = {clipped_before_the_step: "clip_grad_norm_",
+                         last_left_unscaled: "last micro-batch's loss",
+                         stepped_twice: "optimizer.step() ran 2 times", running_total: "running total"}
+
+
+@pytest.mark.parametrize("fn", list(ISSUE_48_ACCUMULATION))
+def test_each_issue_48_accumulation_mistake_has_its_own_sentence(fn, capsys):
+    line = printed(capsys, check_accumulation, fn)
+    assert ISSUE_48_ACCUMULATION[fn] in line, line
+    assert all(words not in line for other, words in ISSUE_48_ACCUMULATION.items() if other is not fn), line
+    assert not line.startswith("The step differs from one step"), line
+
+
+# --- Issue 48: zero_grad() among the worker's events, and state_dict()'s tensors named ------------------
+
+def zero_grad_between_reduce_and_step(rank, world_size, steps):
+    torch.manual_seed(SEED)
+    model = new_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    for step in range(steps):
+        shard_loss(model, step, rank, world_size).backward()
+        for p in model.parameters():
+            dist.all_reduce(p.grad)
+            p.grad /= world_size
+        optimizer.zero_grad()                 # "clean up" before stepping
+        optimizer.step()
+    return model
+
+
+def reduces_the_state_dict(rank, world_size, steps):
+    torch.manual_seed(SEED)
+    model = new_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    for step in range(steps):
+        optimizer.zero_grad()
+        shard_loss(model, step, rank, world_size).backward()
+        for tensor in model.state_dict().values():
+            if tensor.is_floating_point():
+                dist.all_reduce(tensor)
+                tensor /= world_size
+        optimizer.step()
+    return model
+
+
+@pytest.mark.parametrize("fn, words", [
+    (zero_grad_between_reduce_and_step, "zero_grad() ran between the all-reduce and optimizer.step()"),
+    (reduces_the_state_dict, "model.state_dict()'s tensors"),
+])
+def test_worker_names_zero_grad_after_the_reduce_and_the_state_dict(fn, words, capsys):
+    line = printed(capsys, check_worker, fn)
+    assert words in line and "not the parameters' gradients" in line or "zero_grad()" in words, line
+    assert "call loss.backward() before it" not in line, line
+    assert distributed.leftover_workers() == []

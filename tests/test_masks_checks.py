@@ -729,3 +729,32 @@ def test_padding_question_shape_is_not_in_the_checker_s_source():
     import inspect
     from helpers.checks.masks import check_padding_question
     assert "(2, 120)" not in inspect.getsource(check_padding_question.__wrapped__)
+
+
+# --- Issue 48: the rules the text states, each with a world that breaks it -----------------------
+
+def shuffle_first_sequence_only(f, x, pi):
+    """A learner's test that looks at the batch's first sequence alone."""
+    first = x[0]
+    return torch.allclose(f(first[pi].unsqueeze(0))[0], f(first.unsqueeze(0))[0][pi], atol=1e-5)
+
+
+def shuffle_last_sequence_only(f, x, pi):
+    moved, out = f(x[:, pi]), f(x)
+    return bool(((moved[-1] - out[-1, pi]).abs() <= 1e-5).all())
+
+
+@pytest.mark.parametrize("fn", [shuffle_first_sequence_only, shuffle_last_sequence_only])
+def test_a_shuffle_test_that_looks_at_one_sequence_fails(fn, capsys):
+    passed, line = said(check_shuffle_test, fn, capsys=capsys)
+    assert not passed and "looks at one sequence of the batch only" in line, line
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float16, torch.bfloat16])
+def test_a_decoder_mask_of_another_float_dtype_fails(dtype, capsys):
+    def my_decoder_mask(ids, pad):
+        n = ids.shape[1]
+        hidden = torch.ones(n, n, dtype=torch.bool).triu(1) | (ids == pad)[:, None, None, :]
+        return torch.zeros(hidden.shape, dtype=dtype).masked_fill(hidden, float("-inf"))
+    passed, line = said(check_decoder_mask, my_decoder_mask, capsys=capsys)
+    assert not passed and f"your mask is {str(dtype)[6:]}: build it in float32" in line, line

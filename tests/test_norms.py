@@ -363,3 +363,17 @@ def test_norm_questions_survive_anything(value, capsys):
 @pytest.mark.parametrize("label, value", wrong_tensors(torch.tensor(5.0625)))
 def test_shortcut_factor_survives_wrong_tensors(label, value, capsys):
     assert_survives(capsys, check_shortcut_factor, value)
+
+
+# --- Issue 48: RMSNorm (and LayerNorm) computed in a half type and cast back gets the dtype hint ----
+
+@pytest.mark.parametrize("check, fn", [
+    (check_rms_norm, lambda x, g, eps: rms_right_by_hand(x.bfloat16(), g.bfloat16(), eps).float()),
+    (check_rms_norm, lambda x, g, eps: (x.half() * torch.rsqrt((x.half() ** 2).mean(-1, keepdim=True) + eps)
+                                        * g.half()).to(x.dtype)),
+    (check_layer_norm, lambda x, g, b, eps: ln_right_by_hand(x.bfloat16(), g, b, eps).float()),
+])
+def test_a_norm_computed_in_half_precision_and_cast_back_is_told_its_dtype(check, fn, capsys):
+    line = printed(capsys, check, fn)
+    assert "float16 or bfloat16 rounding" in line and "compute in float32 throughout" in line, line
+    assert not line.startswith("Not RMSNorm yet") and not line.startswith("Not LayerNorm yet"), line

@@ -90,10 +90,11 @@ def right_vectorised(n, d):
 
 
 def right_with_exp_and_a_stack(n, d):
-    """The same table written another way: exp(-log(10000) 2i/d) and stack + flatten."""
+    """The same table written another way: exp(-log(10000) 2i/d) and stack + flatten, in float64 then
+    returned in float32."""
     pos = torch.arange(n, dtype=torch.float64)[:, None]
     frequency = torch.exp(-math.log(10000.0) * torch.arange(d // 2, dtype=torch.float64) * 2 / d)
-    return torch.stack([torch.sin(pos * frequency), torch.cos(pos * frequency)], dim=-1).reshape(n, d)
+    return torch.stack([torch.sin(pos * frequency), torch.cos(pos * frequency)], dim=-1).reshape(n, d).float()
 
 
 def table_from(n, d, value):
@@ -295,8 +296,12 @@ def test_table_check_half_precision(fn, words, capsys):
         assert "float32" not in line, line
 
 
-def test_table_check_float64_passes(capsys):
-    assert said(capsys, check_sinusoidal_positions, in_dtype(torch.float64)) == PASSED
+def test_table_check_float64_fails_with_its_dtype_hint(capsys):
+    """Issue 48: the table is the model's, float32; a float64 one (torch.arange's default for a float
+    step, or .double()) is named, not passed."""
+    for fn in (in_dtype(torch.float64), lambda n, d: right_vectorised(n, d).double()):
+        line = said(capsys, check_sinusoidal_positions, fn)
+        assert "float64 table: build it in float32" in line, line
 
 
 def test_table_check_calling_the_reference_is_named(capsys):

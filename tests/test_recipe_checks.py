@@ -737,3 +737,13 @@ def test_issue_29_a_mean_over_the_padding_rows_only_is_named(capsys):
                     loss_over(lambda t, pad: torch.ones_like(t, dtype=torch.bool)))
     assert "counts the padding rows" in every and "only" not in every.split(":")[0], every
     assert printed(capsys, check_smoothed_loss, loss_over(lambda t, pad: t != pad)).startswith(PASSED)
+
+
+# --- Issue 48: the floor worked out for 32,000 tokens (English-French) gets its own hint -------------
+
+def test_a_floor_for_32000_tokens_is_named(capsys):
+    q_right, q_other = 0.9 + 0.1 / 32_000, 0.1 / 32_000        # written out, as a learner would
+    floor_32k = -(q_right * math.log(q_right) + 31_999 * q_other * math.log(q_other))
+    for value in (floor_32k, round(floor_32k, 3), round(floor_32k, 2)):
+        line = printed(capsys, check_smoothing_floor, value)
+        assert "32,000 tokens" in line and "use n_vocab = 37,000" in line, (value, line)

@@ -495,7 +495,7 @@ def test_early_stop_question_names_each_mistake(capsys):
 def test_tokenised_bleu_question(capsys):
     assert printed(capsys, check_tokenised_bleu, "cannot tell").startswith(PASSED)
     for wrong, words in (("B is better", "counted on different tokens"),
-                         ("A is better", "depends on the text"), ("equal", "equally good")):
+                         ("A is better", "more than the compounds"), ("equal", "equally good")):
         assert words in printed(capsys, check_tokenised_bleu, wrong)
     assert printed(capsys, check_tokenised_bleu, None).startswith("Not answered yet:")
     for odd in (3, "maybe", ["cannot tell"], True):
@@ -621,3 +621,11 @@ def test_below_inputs_question_keeps_an_option_with_a_comma_whole(capsys):
     assert "90,909 is below 100,000" in printed(capsys, check_below_inputs, "eighty-one thousand")
     assert "eighty-one thousand\" is below" in printed(capsys, check_below_inputs,
                                                        "ninety thousand, nine hundred and nine")
+
+
+# --- Issue 48: Q1 on the 0-1 scale, to two decimals -----------------------------------------------------
+
+@pytest.mark.parametrize("value", [0.89, 0.895, 0.8948, round(math.exp(1 - 10 / 9), 3)])
+def test_early_stop_on_the_0_1_scale_is_told_the_scale(value, capsys):
+    line = printed(capsys, check_early_stop_bleu, value)
+    assert "from 0 to 100" in line and "Count the n-grams" not in line, line

@@ -86,8 +86,20 @@ def _pick(counts, tie):
     return bpe.best_pair(counts)
 
 
+def _pair_counts(vocab, pairs="all"):
+    """bpe.pair_counts, or with a word's last (first) pair of neighbours never counted."""
+    if pairs == "all":
+        return bpe.pair_counts(vocab)
+    counts = Counter()
+    for word, count in vocab.items():
+        neighbours = list(zip(word, word[1:], strict=False))
+        for pair in neighbours[:-1] if pairs == "no last" else neighbours[1:]:
+            counts[pair] += count
+    return counts
+
+
 def learn_variant(texts, n_merges, unit="words", mark="glued", weighted=True, merge="left to right",
-                  tie="last", stop=True, update="recount"):
+                  tie="last", stop=True, update="recount", pairs="all"):
     """The merges learnt with one mistake (the defaults make none).
 
     unit: "words", "texts" (a text's words end to end: pairs across words) or "strings" (a text as
@@ -99,11 +111,12 @@ def learn_variant(texts, n_merges, unit="words", mark="glued", weighted=True, me
     stop: stop when no pair occurs twice (else go on while any pair is left); update:
     "recount" (count again after each merge), "stale" (only the merged pair set to 0),
     "no decrement" (new pairs added, the pairs around a merge not subtracted) or
-    "no increment" (the pairs around a merge subtracted, the new pairs never added).
+    "no increment" (the pairs around a merge subtracted, the new pairs never added); pairs: "all",
+    "no last" (a word's last pair of neighbours never counted) or "no first".
     """
     vocab = _units(texts, unit, mark, weighted)
     merge = MERGES[merge]
-    counts = bpe.pair_counts(vocab)
+    counts = _pair_counts(vocab, pairs)
     merges = []
     for _ in range(n_merges):
         counts = Counter({p: c for p, c in counts.items() if c > 0})
@@ -118,9 +131,9 @@ def learn_variant(texts, n_merges, unit="words", mark="glued", weighted=True, me
             merged = merge(pair, word)
             new_vocab[merged] = new_vocab.get(merged, 0) + count
         if update == "recount":
-            counts = bpe.pair_counts(new_vocab)
+            counts = _pair_counts(new_vocab, pairs)
         else:
-            before, after = bpe.pair_counts(vocab), bpe.pair_counts(new_vocab)
+            before, after = _pair_counts(vocab, pairs), _pair_counts(new_vocab, pairs)
             for p in set(before) | set(after):
                 change = after[p] - before[p]
                 if (change > 0 and update == "no decrement") or (change < 0 and update == "no increment"):
@@ -165,7 +178,16 @@ MISTAKES = [
      {"update": "no increment"}),
     ("You go on merging pairs seen only once: stop, as subword-nmt does, when the most frequent "
      "pair occurs fewer than 2 times.", {"stop": False}),
+    ("Your counts leave out each word's last pair of neighbours (a range that stops one short): count "
+     "every pair, i from 0 to len(symbols) - 2, zip(symbols, symbols[1:]).", {"pairs": "no last"}),
+    ("Your counts leave out each word's first pair of neighbours (a range that starts at 1): count "
+     "every pair, i from 0 to len(symbols) - 2, zip(symbols, symbols[1:]).", {"pairs": "no first"}),
 ]
+
+# Two words seen twice each, one pair each: a tie of 2 that subword-nmt breaks toward the pair last in
+# string order, ('c', 'd</w>'), whichever word comes first. What the learner's own function picks
+# there says whether it breaks ties as subword-nmt does, whatever its counting does elsewhere.
+TIE_PROBES = (["ab", "ab", "cd", "cd"], ["cd", "cd", "ab", "ab"])
 
 
 # --- the learner's answer -----------------------------------------------------------------------
@@ -237,7 +259,7 @@ def _counts_at(texts, merges, step):
     return bpe.pair_counts(vocab)
 
 
-def _hint(got, right, texts, n_merges, what, against, small=True):
+def _hint(got, right, texts, n_merges, what, against, small=True, breaks_ties_wrongly=True):
     """The hint for a learner's merges that differ from the right ones on one corpus (on a large
     corpus, small=False, only the mistakes that count words: a text as one sequence is too slow)."""
     for hint, flags in MISTAKES:
@@ -259,12 +281,32 @@ def _hint(got, right, texts, n_merges, what, against, small=True):
     counts = _counts_at(texts, right, i)
     mine, theirs = got[i], right[i]
     if counts[mine] == counts[theirs]:
-        return (f"On {what}, merge number {i + 1}: you chose {mine}, {against} {theirs}, both seen "
-                f"{counts[theirs]:,} times: break a tie as subword-nmt does, with the pair that comes "
-                "last in string order: max(counts, key=lambda pair: (counts[pair], pair)).")
+        if breaks_ties_wrongly:
+            return (f"On {what}, merge number {i + 1}: you chose {mine}, {against} {theirs}, both seen "
+                    f"{counts[theirs]:,} times: break a tie as subword-nmt does, with the pair that comes "
+                    "last in string order: max(counts, key=lambda pair: (counts[pair], pair)).")
+        return (f"On {what}, merge number {i + 1}: you chose {mine}, {against} {theirs}. Both are seen "
+                f"{counts[theirs]:,} times in the right counts, and your function breaks a tie as "
+                "subword-nmt does (it did on a tie of its own), so your counts are not these: count every "
+                "pair of neighbours of every word, the first and the last too, weighted by the word's "
+                "count, again after each merge.")
     start = f"On {what}, your first {i} merges are right; merge" if i else f"On {what}, merge"
     return (f"{start} number {i + 1} should be {theirs} (seen {counts[theirs]:,} times after the merges "
             f"before it), got {mine} (seen {counts[mine]:,} times then).")
+
+
+def _breaks_ties_wrongly(my_learn_merges):
+    """Whether the learner's function, on a tie of its own (TIE_PROBES), picks another pair than the
+    one subword-nmt picks; False when it picks that one, or none, or fails there."""
+    for texts in TIE_PROBES:
+        try:
+            got = _run(my_learn_merges, texts, 1)
+        except Hint:
+            return False
+        right = bpe.learn_merges(texts, 1)
+        if got and got[:1] != right:
+            return True
+    return False
 
 
 def training_texts():
@@ -283,7 +325,8 @@ def check_learn_merges(my_learn_merges):
         got = _run(my_learn_merges, texts, n_merges)
         right = bpe.learn_merges(texts, n_merges)
         if got != right:
-            return _hint(got, right, texts, n_merges, what, "the course")
+            return _hint(got, right, texts, n_merges, what, "the course",
+                         breaks_ties_wrongly=_breaks_ties_wrongly(my_learn_merges))
     texts = training_texts()
     theirs = bpe.subword_nmt_merges(texts, max(TEXT_MERGES))
     against = "subword-nmt" if theirs is not None else "helpers.bpe"
@@ -293,7 +336,7 @@ def check_learn_merges(my_learn_merges):
         right = right_all[:n_merges]
         if got != right:
             return _hint(got, right, texts, n_merges, f"09's training texts ({n_merges} merges)", against,
-                         small=False)
+                         small=False, breaks_ties_wrongly=_breaks_ties_wrongly(my_learn_merges))
     if theirs is None:
         return Passed("Your merges equal the course's helpers.bpe.learn_merges, in order, on 09's "
                       "training texts for 50 and 200 merges and on two small corpora (subword-nmt is "

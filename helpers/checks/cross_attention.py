@@ -194,18 +194,26 @@ def _truth(layer, y, memory, src_pad):
                    memory_key_padding_mask=src_pad)
 
 
-def _attend(q_in, kv_in, attn, hidden=None, scale="d_k"):
+def _attend(q_in, kv_in, attn, hidden=None, scale="d_k", empty="nan"):
     """Multi-head attention with the weights of attn (float64); hidden: True = -inf in the scores;
-    scale: the scores divided by √d_k (right) or √d_model."""
+    scale: the scores divided by √d_k (right) or √d_model; empty: what a query whose keys are all
+    hidden reads, "nan" (a softmax of -inf only), "zero" (scaled_dot_product_attention's 0 weights)
+    or "uniform" (a large finite negative number, -1e9: every key equally)."""
     b, n_q, d = q_in.shape
     h = attn.num_heads
     w, bias = attn.in_proj_weight.double(), attn.in_proj_bias.double()
     q, k, v = (t.view(b, -1, h, d // h).transpose(1, 2) for t in (
         q_in @ w[:d].T + bias[:d], kv_in @ w[d:2 * d].T + bias[d:2 * d], kv_in @ w[2 * d:].T + bias[2 * d:]))
     scores = q @ k.transpose(-2, -1) / math.sqrt(d // h if scale == "d_k" else d)
+    weights = torch.softmax(scores, dim=-1)
     if hidden is not None:
-        scores = scores.masked_fill(hidden, float("-inf"))
-    heads = (torch.softmax(scores, dim=-1) @ v).transpose(1, 2).reshape(b, n_q, d)
+        weights = torch.softmax(scores.masked_fill(hidden, float("-inf")), dim=-1)
+        full = hidden.expand(scores.shape).all(-1, keepdim=True)
+        if empty == "zero":
+            weights = weights.masked_fill(full, 0.0)
+        elif empty == "uniform":
+            weights = torch.where(full, 1.0 / scores.shape[-1], weights)
+    heads = (weights @ v).transpose(1, 2).reshape(b, n_q, d)
     return heads @ attn.out_proj.weight.double().T + attn.out_proj.bias.double()
 
 
@@ -216,7 +224,7 @@ def _norm(x, norm):
 
 def _layer(y, memory, src_pad, L, self_hidden="causal", cross_hidden="keys", cross_from="memory",
            queries_from="y", wiring=("post", "post", "post"), norms=(1, 2, 3), activation="relu",
-           attns=("self_attn", "multihead_attn"), scale="d_k", order=(0, 1, 2)):
+           attns=("self_attn", "multihead_attn"), scale="d_k", order=(0, 1, 2), empty="nan"):
     """The decoder layer with one mistake or another; float64. None when the mistake cannot run.
     order: which sublayers run, in which order (0 self-attention, 1 cross-attention, 2 FFN);
     norms and wiring go with the places, in order."""
@@ -242,7 +250,7 @@ def _layer(y, memory, src_pad, L, self_hidden="causal", cross_hidden="keys", cro
         hidden = {"relu": torch.relu, "gelu": F.gelu, None: lambda t: t}[activation](hidden)
         return hidden @ L.linear2.weight.double().T + L.linear2.bias.double()
 
-    sublayers = [lambda x: _attend(x, x, self_attn, masks[self_hidden], scale), cross, ffn]
+    sublayers = [lambda x: _attend(x, x, self_attn, masks[self_hidden], scale, empty), cross, ffn]
     sublayers = [sublayers[i] for i in order]
     try:
         for sub, n, how in zip(sublayers, norm[:len(order)], wiring[:len(order)], strict=True):
@@ -288,9 +296,12 @@ def _layer_mistakes():
     yield ("Your causal mask is inverted: causal_mask(n) is True above the diagonal, on the future "
            "to hide; ~causal_mask(n) hides each position itself and its past, and leaves the last "
            "position nothing to read (hence NaN) (section 1).", {"self_hidden": "inverted causal"})
-    yield ("Your causal mask hides the diagonal too: each position may read itself, so only the cells "
-           "above the diagonal are hidden, triu(1) as in causal_mask(n); the first position is left "
-           "with nothing to read (hence NaN) (section 1).", {"self_hidden": "diagonal"})
+    diagonal = ("Your causal mask hides the diagonal too: each position may read itself, so only the "
+                "cells above the diagonal are hidden, triu(1) as in causal_mask(n); the first position "
+                "is left with nothing to read (NaN with -inf, a row of zeros with "
+                "scaled_dot_product_attention, every position read equally with -1e9) (section 1).")
+    for empty in ("nan", "zero", "uniform"):
+        yield diagonal, {"self_hidden": "diagonal", "empty": empty}
     yield ("Your causal mask is transposed: it hides the past (the cells below the diagonal) and lets "
            "each position read the future. causal_mask(n) is True above the diagonal, triu(1): key j is "
            "hidden from query i when j > i (section 1).", {"self_hidden": "transposed causal"})

@@ -69,15 +69,17 @@ def _simulate(micro, scale="tokens", zero_inside=False, step_inside=False, zero_
     total = sum(n_tokens(b[2]) for b in micro)
     rows = sum(b[0].shape[0] for b in micro)
     positions = sum(b[2].numel() for b in micro)
-    reported = 0.0
-    for src, tgt_in, tgt_out in micro:
+    reported, seen = 0.0, 0
+    for k, (src, tgt_in, tgt_out) in enumerate(micro):
         if zero_inside:
             optimizer.zero_grad()
         loss = token_loss(model, src, tgt_in, tgt_out)
         n = n_tokens(tgt_out)
+        seen += n
         factor = {"tokens": n / total, "mean": 1 / len(micro), "none": 1.0, "rows": src.shape[0] / rows,
                   "positions": tgt_out.numel() / positions, "tokens twice": (n / total) ** 2,
-                  "tokens and mean": n / total / len(micro), "sum": n}[scale]
+                  "tokens and mean": n / total / len(micro), "sum": n, "running": n / seen,
+                  "last unscaled": 1.0 if k == len(micro) - 1 else n / total}[scale]
         (loss * factor).backward()
         reported += loss.item() * factor
         if step_inside:
@@ -123,6 +125,11 @@ ACCUMULATION_MISTAKES = [
     ("Your losses are sums over the tokens (reduction=\"sum\"), never divided: the gradient is "
      "total_tokens times too large. Divide each summed loss by total_tokens (or use token_loss, a mean, "
      "times n_tokens / total_tokens).", {"scale": "sum"}),
+    ("You divided each micro-batch's tokens by a running total, the tokens seen so far: every share "
+     "must use the same total, all the micro-batches' target tokens, counted before the loop.",
+     {"scale": "running"}),
+    ("The last micro-batch's loss is not scaled: every micro-batch's loss, the last one too, is "
+     "multiplied by its n_tokens / total_tokens before backward().", {"scale": "last unscaled"}),
 ]
 
 ACCUMULATE = "my_accumulated_step(model, optimizer, micro_batches)"
@@ -131,6 +138,20 @@ ACCUMULATE_REFERENCE = [(distributed, "accumulated_step", "helpers.distributed.a
 
 def _gap(a, b):
     return max(float((a[k].double() - b[k].double()).abs().max()) for k in a)
+
+
+def _uniform_factor(got, right, start):
+    """c when every weight's change in got is c times its change in right (within float32 rounding),
+    else None: what clipping the gradient's norm before a plain SGD step does."""
+    moved = {k: got[k].double() - start[k].double() for k in got}
+    wanted = {k: right[k].double() - start[k].double() for k in right}
+    norm = sum(float((w * w).sum()) for w in wanted.values())
+    if norm == 0:
+        return None
+    c = sum(float((m * w).sum()) for m, w in zip(moved.values(), wanted.values(), strict=True)) / norm
+    if any(float((moved[k] - c * wanted[k]).abs().max()) > WEIGHT_TOLERANCE for k in wanted):
+        return None
+    return c
 
 
 class _Counting:
@@ -191,6 +212,14 @@ def check_accumulation(fn):
         for hint, kwargs in ACCUMULATION_MISTAKES:
             if _gap(got, _simulate(micro, **kwargs)[0]) <= WEIGHT_TOLERANCE:
                 return hint.replace("{counts}", _counts())
+        if counted.steps > 1:
+            return (f"optimizer.step() ran {counted.steps} times in one call: each step moves the weights "
+                    "by the whole gradient again. Call it once, after the loop.")
+        factor = _uniform_factor(got, right, start)
+        if factor is not None and 0 < factor < 1:
+            return ("Your step points the right way but is shorter: every weight moved by the same fraction "
+                    "of the right change, as clipping the gradient's norm (clip_grad_norm_) before the step "
+                    "does. One step on the big batch is not clipped here: leave clipping out.")
         return ("The step differs from one step on the three micro-batches as one batch: zero the "
                 "gradients once, backward() each micro-batch's token_loss times n_tokens(tgt_out) / "
                 "total_tokens, then one optimizer.step().")
@@ -259,6 +288,8 @@ def _checked_worker(rank, world_size, fn, steps, with_ddp=True):
                     return "grad"
                 if tensor.data_ptr() == p.data_ptr():
                     return "weight"
+            if any(tensor.data_ptr() == b.data_ptr() for b in model.buffers()):
+                return "buffer"
         return "other"
 
     def recording(name, real):
@@ -268,7 +299,7 @@ def _checked_worker(rank, world_size, fn, steps, with_ddp=True):
             if name == "all_reduce" and (not args or args[0] is None):
                 raise ValueError("dist.all_reduce got None instead of a tensor")
             kinds = {kind(t) for t in tensors}
-            events.append(f"{name} {next((k for k in ('grad', 'weight') if k in kinds), 'other')}")
+            events.append(f"{name} {next((k for k in ('grad', 'weight', 'buffer') if k in kinds), 'other')}")
             return real(*args, **kwargs)
         return collective
 
@@ -277,8 +308,16 @@ def _checked_worker(rank, world_size, fn, steps, with_ddp=True):
             first_grads.append({n: (None if p.grad is None else p.grad.clone())
                                 for n, p in models[0][0].named_parameters()})
 
+    def zeroing(real):
+        def zero_grad(self, *args, **kwargs):
+            events.append("zero_grad")
+            return real(self, *args, **kwargs)
+        return zero_grad
+
     swaps = [(dist, name, getattr(dist, name), recording(name, getattr(dist, name)))
              for name in COLLECTIVES if hasattr(dist, name)]
+    swaps += [(owner, "zero_grad", owner.zero_grad, zeroing(owner.zero_grad))
+              for owner in (torch.optim.Optimizer, torch.nn.Module)]
     swaps.append((workers, "new_model", real_new_model, recording_new_model))
     for name, value in list(namespace.items()):
         for _, _, real, fake in list(swaps):
@@ -396,10 +435,10 @@ def _diagnose(results, world, steps):
         return ("The workers agree with each other but did not start from the weights of seed SEED: call "
                 "torch.manual_seed(SEED) just before new_model().")
     events = r0["events"]
-    if "all_reduce weight" in events:
-        return ("You all-reduced the weights (p or p.data), not the gradients: after backward() the "
-                "workers have the same weights and different gradients, so it is p.grad that must be "
-                "averaged.")
+    if "all_reduce weight" in events or "all_reduce buffer" in events:
+        return ("You all-reduced the weights (p, p.data, or model.state_dict()'s tensors, which are the "
+                "weights and buffers), not the parameters' gradients: after backward() the workers have "
+                "the same weights and different gradients, so it is each p.grad that must be averaged.")
     if not any(e.split()[0] in COLLECTIVES for e in events):
         return ("No dist.all_reduce was called: each worker stepped on its own shard's gradient. After "
                 "loss.backward(), all-reduce every p.grad and divide by world_size.")
@@ -416,6 +455,12 @@ def _diagnose(results, world, steps):
         return ("You called optimizer.step() before the all-reduce: each worker stepped on its own "
                 "shard's gradient, and the average came too late. Order each step: backward(), the "
                 "all-reduce and division, then optimizer.step().")
+    last_reduce = max((i for i, e in enumerate(before) if e.split()[0] in COLLECTIVES), default=-1)
+    zeroed_after = "zero_grad" in before[last_reduce:]
+    if "backward" in before and before.index("backward") < last_reduce and zeroed_after:
+        return ("zero_grad() ran between the all-reduce and optimizer.step(): it erased the averaged "
+                "gradients, so the step had none to apply. Zero the gradients at the start of each step, "
+                "before loss.backward().")
     right, local = _reference_grads(world)
     grads = r0["grads"]
     if grads is None or any(grads[n] is None for n in right):
@@ -555,6 +600,7 @@ def check_seeds_question(answer_2):
 
 
 Q3_PARAMETERS, Q3_WORKERS = 63_082_496, 16
+Q3_PAPER_PARAMETERS = 65_000_000          # Table 3's "65 M" for the base model
 Q3_RIGHT = 2 * (Q3_WORKERS - 1) * 4 * Q3_PARAMETERS // Q3_WORKERS
 
 
@@ -582,12 +628,21 @@ def check_ring_question(answer_3):
                                   "of the 15 others; the ring sends 2 · (W − 1)/W of it."),
         (2 * (Q3_WORKERS - 1) * Q3_PARAMETERS / Q3_WORKERS, "That counts numbers, not bytes: each float32 "
                                                             "takes 4 bytes."),
-        (Q3_RIGHT / 1e6, "That is in megabytes: the question asks for bytes."),
-        (Q3_RIGHT / 2 ** 20, "That is in mebibytes: the question asks for bytes."),
     ]
     for wrong, hint in mistakes:
         if close(value, wrong, 0.5 if wrong > 1000 else 1e-3):
             return hint
+    # the right count in another unit, to 2 significant digits or more (a unit, not a value, is named)
+    for factor, unit in ((1e3, "kilobytes (kB)"), (2 ** 10, "kibibytes (KiB)"), (1e6, "megabytes (MB)"),
+                         (2 ** 20, "mebibytes (MiB)"), (1e9, "gigabytes (GB)"), (2 ** 30, "gibibytes (GiB)")):
+        if abs(value * factor - Q3_RIGHT) <= 0.01 * Q3_RIGHT:
+            return f"That is in {unit}: the question asks for bytes, the exact number."
+    paper = 2 * (Q3_WORKERS - 1) * 4 * Q3_PAPER_PARAMETERS / Q3_WORKERS
+    for factor in (1, 1e3, 2 ** 10, 1e6, 2 ** 20, 1e9, 2 ** 30):
+        if abs(value * factor - paper) <= 0.01 * paper:
+            return ("You counted the paper's 65 M parameters (Table 3, rounded, and its vocabulary): the "
+                    "base model as the course builds it, whose gradient is all-reduced here, has "
+                    "63,082,496 (notebook 06); count in bytes, 4 per float32.")
     if abs(value - Q3_RIGHT) <= 0.01 * Q3_RIGHT:
         return "Close: give the exact number of bytes, 2 · (16 − 1)/16 · 4 · 63,082,496."
     return ("Each worker sends 2 · (W − 1)/W times the gradient's bytes (section 4): here W = 16 and the "

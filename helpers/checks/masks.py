@@ -100,6 +100,10 @@ def _shuffle_cases():
     centred_pe = pe - pe.mean(1, keepdim=True)      # adds 0 to the mean over the tokens
     cycle, swap = [1, 2, 3, 4, 0], [1, 0, 2, 3, 4]
     step = 1 + 1.2e-7 * torch.arange(1, N_TOKENS + 1).view(1, -1, 1)   # 1, 2, ... float32 steps above 1
+    # a batch whose first (then last) sequence repeats one token: reordering that sequence changes
+    # nothing, so only the other sequence shows that reversing the tokens is not order-blind
+    first_flat, last_flat = x.clone(), x.clone()
+    first_flat[0], last_flat[-1] = x[0, :1].expand(N_TOKENS, D), x[-1, :1].expand(N_TOKENS, D)
     return [
         ("self-attention without positions, the tokens moved round a cycle", _attend, x, cycle),
         ("self-attention without positions, two tokens swapped", _attend, x, swap),
@@ -108,6 +112,10 @@ def _shuffle_cases():
         ("self-attention with a float rounding error in the 7th digit",
          lambda t: _attend(t) * step, x, cycle),
         ("a function that reverses the tokens (t.flip(1))", lambda t: t.flip(1), x, cycle),
+        ("a function that reverses the tokens, on a batch whose first sequence repeats one token",
+         lambda t: t.flip(1), first_flat, cycle),
+        ("a function that reverses the tokens, on a batch whose last sequence repeats one token",
+         lambda t: t.flip(1), last_flat, cycle),
         ("a feed-forward layer applied to each token on its own", lambda t: torch.relu(t @ w), x, cycle),
         ("a function that gives every token the mean of all tokens",
          lambda t: t.double().mean(1, keepdim=True).expand_as(t).float(), x, cycle),
@@ -147,6 +155,14 @@ SHUFFLE_MISTAKES = (
      "reversing the tokens, or adding position vectors, passes. Reorder the outputs with rho instead "
      "and compare them token by token: f(x[:, rho]) against f(x)[:, rho].",
      lambda f, x, rho: torch.allclose(f(x[:, rho]).sort(1).values, f(x).sort(1).values, atol=1e-5)),
+    ("Your test looks at one sequence of the batch only: x holds several sequences, and a function can "
+     "be order-blind on one of them (a sequence that repeats one token) and not on another. Compare "
+     "every sequence: f(x[:, rho]) against f(x)[:, rho].",
+     lambda f, x, rho: torch.allclose(f(x[:1, rho]), f(x[:1])[:, rho], atol=1e-5)),
+    ("Your test looks at one sequence of the batch only: x holds several sequences, and a function can "
+     "be order-blind on one of them (a sequence that repeats one token) and not on another. Compare "
+     "every sequence: f(x[:, rho]) against f(x)[:, rho].",
+     lambda f, x, rho: torch.allclose(f(x[-1:, rho]), f(x[-1:])[:, rho], atol=1e-5)),
     *((LOOSE_HINT, lambda f, x, rho, atol=atol: torch.allclose(f(x[:, rho]), f(x)[:, rho], atol=atol))
       for atol in (1e-2, 1e-1, 1.0)),
     ("Your test answers the opposite question: it should return True when f is order-blind (the "
@@ -594,10 +610,11 @@ def check_decoder_mask(fn):
     reference = [(helpers.attention, "additive_mask", "additive_mask")]
     instead = ("combine the causal and the padding mask as booleans with |, then place -inf with "
                "masked_fill.")
-    batches, got_cells, large_negative = [], [], None
+    batches, got_cells, large_negative, dtypes = [], [], None, set()
     for seed, (batch, n, pad, side) in enumerate(DECODER_BATCHES):
         ids = padded_batch(seed, batch, n, pad, side)
         got = _as_tensor(call(fn, name, ids, pad, reference=reference, instead=instead), "my_decoder_mask")
+        dtypes.add(got.dtype)
         cells, finite = _decoder_cells(got, ids, (batch, HEADS, n, n))
         batches.append((ids, pad, (batch, HEADS, n, n)))
         got_cells.append(cells)
@@ -610,6 +627,11 @@ def check_decoder_mask(fn):
                    in zip(got_cells, patterns, batches, strict=True))
 
     if matches([_right_decoder_cells(ids, pad) for ids, pad, _ in batches]):
+        odd = sorted(str(t).replace("torch.", "") for t in dtypes - {torch.float32})
+        if odd:
+            return (f"The right cells, but your mask is {odd[0]}: build it in float32 (torch.float, the "
+                    "dtype of the scores it is added to); added to float32 scores, a float64 mask makes "
+                    "them float64, and a half-precision one rounds them.")
         if large_negative is not None:
             return Passed(_large_negative_works(large_negative))
         return Passed("Your mask equals additive_mask(causal_mask(n), padding_mask(ids, pad)) on four "

@@ -125,6 +125,10 @@ def _check_function(fn, name, args_for, right_for, mistakes, eps_mistakes, singl
                     return hint
             if half:
                 return f"{generic} Also, {_half_hint(out, short)}"
+            if _near(got, right_for(x, g, b, 1e-5), HALF_TOL):
+                return (f"{short} returns {str(out.dtype).replace('torch.', '')} values off by up to about "
+                        "1 %, as float16 or bfloat16 rounding leaves them: compute in float32 throughout "
+                        "(a cast to a half type and back keeps its rounding).")
             if k > 0:
                 return (f"Right on a {CASES[0][1]} batch but not on a {size} one: work over dim=-1 "
                         "whatever the shape, with no fixed sizes.")

@@ -222,6 +222,11 @@ def check_sinusoidal_positions(fn):
                 return (f"{name} is a {str(out.dtype).replace('torch.', '')} table: compute it in "
                         "float32 (torch.float, the dtype of the model's weights), which keeps 7 "
                         "significant digits where float16 keeps about 3 and bfloat16 about 2.")
+            if out.dtype != torch.float32:
+                return (f"{name} is a {str(out.dtype).replace('torch.', '')} table: build it in float32 "
+                        "(torch.float, the dtype of the model's weights and embeddings); a float64 table "
+                        "added to float32 embeddings makes the sum float64, which the model's float32 "
+                        "layers refuse.")
             continue
         for hint, wrong in _table_mistakes(n, d):
             if close(got, wrong, tol):

@@ -207,6 +207,10 @@ def check_smoothing_floor(floor):
     _half(floor, "floor")
     if abs(value - _floor(13, 0.1)) < 2e-3:
         raise Hint("0.537 is the floor for the tiny model's 13 tokens; use n_vocab = 37,000.")
+    if abs(value - _floor(32_000, 0.1)) < 4e-3:          # 1.362, to 3 decimals or to 2 (1.36)
+        raise Hint("That is the floor for 32,000 tokens, the paper's English-French word-piece vocabulary; "
+                   "this question is about English-German's shared vocabulary of about 37,000: use "
+                   "n_vocab = 37,000.")
     if abs(value - right / math.log(2)) < 3e-3:
         raise Hint("You used log base 2 (bits); PyTorch's cross-entropy uses the natural log.")
     if abs(value - 2.0) < 2e-3:
