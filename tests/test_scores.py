@@ -21,6 +21,17 @@ def corpus():
     return hyps, refs
 
 
+def test_bleu_and_chrf_by_hand_equal_sacrebleu_on_the_dev_and_test_references(corpus):
+    sacrebleu = pytest.importorskip("sacrebleu")
+    hyps, refs = corpus
+    most = max(len(r) for r in refs)
+    streams = [[r[j] if j < len(r) else None for r in refs] for j in range(most)]
+    tokens = [[tokenize_13a(r) for r in rs] for rs in refs]
+    mine = corpus_bleu_several([tokenize_13a(h) for h in hyps], tokens)
+    assert mine == pytest.approx(sacrebleu.corpus_bleu(hyps, streams).score, abs=1e-9)
+    assert tatoeba.bleu_all(hyps, refs) == pytest.approx(mine, abs=1e-9)
+
+
 def test_chrf_equals_sacrebleu(corpus):
     sacrebleu = pytest.importorskip("sacrebleu")
     hyps, refs = corpus
