@@ -282,7 +282,12 @@ def explore(model, source="c a b e d", vocab=None, tokenize=None, title=None):
                      label="the 3 most likely tokens and their probabilities")),
     ]
     title = title or f'"{text}" through the trained model, in {len(steps)} steps'
-    return Explorer(title, steps, {"ids": ids, "written": written})
+    tensors = {"source": src, "embedding": k["embedding"], "encoder input": k["encoder input"],
+               "queries": run.q, "keys": run.k, "values": run.v, "encoder self-attention": run.encoder[0],
+               "add & norm": k["add & norm"], "hidden": run.relu, "encoder layer 1": k["layer 1"],
+               "memory": k["memory"], "decoder input": tgt_in, "decoder self-attention": run.decoder[0],
+               "cross-attention": run.cross[-1], "logits": run.logits}
+    return Explorer(title, steps, {"ids": ids, "written": written}, tensors)
 
 
 @torch.no_grad()
@@ -355,8 +360,16 @@ def explore_translation(model, source, vocab, tokenize=None, detokenize=None, be
         + (f", the best of {beam} hypotheses." if beams else ", greedy decoding."),
         _table(writes, ["position", "id"], _positions(written), "text",
                label="the pieces written")))
+    if not any(t.endswith(END) for t in itos):            # whole words: say tokens, not pieces
+        for step in steps:
+            for key in ("title", "caption"):
+                step[key] = _tokens(step[key])
+            for t in step["tables"]:
+                t["label"] = _tokens(t["label"])
     title = title or f'Translating "{english}", step by step'
-    return Explorer(title, steps, {"ids": ids, "written": written})
+    tensors = {"source": src, "memory": run.kept["memory"], "decoder input": tgt_in,
+               "cross-attention": run.cross, "logits": run.logits}
+    return Explorer(title, steps, {"ids": ids, "written": written}, tensors)
 
 
 def _log_p(model, src, ys):
@@ -398,6 +411,10 @@ def _beam_steps(beams, k, text_of):
     ]
 
 
+def _tokens(text):
+    return text.replace("pieces", "tokens").replace("piece", "token")
+
+
 def _join(tokens):
     if any(t.endswith(END) for t in tokens):
         return Segmenter.join(tokens)
@@ -407,13 +424,14 @@ def _join(tokens):
 # --- the display --------------------------------------------------------------------------------
 
 class Explorer:
-    """An explorer's steps (``.steps``, a list of dicts: phase, title, shape, caption, tables)
-    and their display (``_repr_html_``, ``html()``)."""
+    """An explorer's steps (``.steps``, a list of dicts: n, phase, title, shape, caption, tables),
+    the unrounded tensors they show (``.tensors``), the ids read and written (``.extra``), and
+    their display (``_repr_html_``, ``html()``)."""
 
-    def __init__(self, title, steps, extra=None):
+    def __init__(self, title, steps, extra=None, tensors=None):
         for n, step in enumerate(steps, start=1):
             step["n"] = n
-        self.title, self.steps, self.extra = title, steps, extra or {}
+        self.title, self.steps, self.extra, self.tensors = title, steps, extra or {}, tensors or {}
         data = json.dumps({"title": title, "steps": steps}, sort_keys=True)
         self.id = f"explorer-{next(_count)}-{hashlib.sha1(data.encode()).hexdigest()[:4]}"
 
