@@ -139,9 +139,9 @@ def test_the_tour_shows_symbols_without_introducing_them():
     tour = chunk(r"keep the $k_{\text{top}}$ best", notebook="00_tour", section="Where to go next", cell=3)
     later = chunk(r"$k_{\text{top}}$")
     assert notation.first_written(row, [tour, later]) is later
-    assert notation.first_written(ROWS["T"], [chunk("there are $T$ of them", "00_tour", "Training", cell=4)]) \
-        is None
-    assert notation.clashes(ROWS["T"], [chunk("there are $T$ of them", "00_tour", "Training", cell=4)], [])
+    elsewhere = chunk("there are $T$ of them", "00_tour", "Training", cell=4)
+    assert notation.first_written(ROWS["T"], [elsewhere]) is None
+    assert notation.clashes(ROWS["T"], [elsewhere], [])
     assert "00" in notation.PREVIEWS and [s for s, *_ in notation.course.NOTEBOOKS][0].startswith("00")
 
 
