@@ -6,11 +6,12 @@
   the cross-attention of every layer and head, the next piece and its top candidates, and, with
   ``beam=k``, the beam's choices.
 
-Both run the model once (forward hooks keep what each step shows), decode with
-``helpers.decoding`` and return an ``Explorer``: ``.steps`` is the data (numbers rounded here),
-and Jupyter shows it as one self-contained HTML output: every step as plain HTML (what a reader
-without JavaScript sees), the data as JSON, and a small script that turns it into a stepper
-(Previous / Next, a slider, the four phases, the ← → keys, the step in the address: ``#ID-step-12``).
+Both decode with ``helpers.decoding``, run the model once on what it wrote (forward hooks keep
+what each step shows) and return an ``Explorer``: ``.steps`` is the data (numbers rounded here),
+``.tensors`` the unrounded tensors, and Jupyter shows it as one self-contained HTML output: every
+step as plain HTML (what a reader without JavaScript sees), the data as JSON, and a small script
+that turns it into a stepper (Previous / Next, a slider, the four phases, the ← → keys, the step
+in the address: ``#ID-step-12``).
 """
 
 import hashlib
@@ -464,8 +465,8 @@ def _step_html(i, step, total):
     shape = "(" + ", ".join(str(s) for s in step["shape"]) + ")"
     out = [f'<li class="tx-step" id="{i}-step-{step["n"]}" data-step="{step["n"]}" '
            f'data-phase="{step["phase"]}">',
-           f'<p class="tx-meta"><span class="tx-phase">{step["phase"]}</span> '
-           f'<span class="tx-num">Step {step["n"]} of {total}</span> · '
+           f'<p class="tx-meta"><span class="tx-num">Step {step["n"]} of {total}</span> · '
+           f'<span class="tx-phase">{step["phase"]}</span> · '
            f'<b class="tx-name">{html.escape(step["title"])}</b> · '
            f'shape <code class="tx-shape">{shape}</code></p>',
            f'<p class="tx-caption">{html.escape(step["caption"])}</p>']

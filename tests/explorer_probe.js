@@ -11,8 +11,9 @@
     var pre = document.createElement("pre");
     pre.id = "explorer-probe";
     pre.style.display = "none";
-    pre.textContent = JSON.stringify({explorers: found, width: window.innerWidth,
-                                      errors: window.__explorerErrors || []});
+    window.__explorerProbe = {explorers: found, width: window.innerWidth,
+                              errors: window.__explorerErrors || []};
+    pre.textContent = JSON.stringify(window.__explorerProbe);
     document.body.appendChild(pre);
   }
   function shown(root) {

@@ -41,6 +41,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from helpers import course  # noqa: E402
 from helpers.course import site  # noqa: E402
+from test_explorer import PROBE as EXPLORER_PROBE  # noqa: E402
+from test_explorer import driven_failures  # noqa: E402
 from test_site import unique_words  # noqa: E402
 
 SHOTS = ROOT / "_site_screenshots"
@@ -48,6 +50,10 @@ PHONE_WIDTH = 390
 # a query whose sentence we know: its page and the words its snippet must hold
 KNOWN = ("closed vocabulary", "09_translation.html",
          "Characters alone would also be a closed vocabulary, with much longer sequences")
+# queries whose snippet must keep a formula's symbols (ℓ, log) as plain text
+MATHS = [("total length hypotheses references", "09_translation.html",
+          "with ℓ_hyp the total length of the hypotheses and ℓ_ref that of the references"),
+         ("grow dilated kernels path", "03_encoder_layer.html", "O(n), O(n/w), O(log_w n), O(n/r) and O(1)")]
 
 # first in every page's head: every console message and every uncaught error, from the start
 HOOK = r"""<script>
@@ -133,6 +139,82 @@ function brokenWords() {
   return bad;
 }
 
+function wrappedTables() {
+  // printed tables (an output whose lines hold columns lined up with spaces) that wrap their lines
+  var bad = [];
+  var pres = document.querySelectorAll("article div.cell_output pre, article .course-output pre");
+  pres.forEach(function (pre) {
+    var lines = pre.textContent.split("\n").filter(function (l) { return /\S {2,}\S/.test(l); });
+    if (lines.length >= 2 && getComputedStyle(pre).whiteSpace !== "pre") bad.push(lines[0].slice(0, 60));
+  });
+  return bad;
+}
+
+function unlinkedFigures() {  // figures that do not open full size on a tap
+  return Array.from(document.querySelectorAll('article img[src*="_images/"]')).filter(function (img) {
+    var a = img.closest("a[href]");
+    return !a || a.href !== img.src;
+  }).map(function (img) { return img.getAttribute("src"); });
+}
+
+function silentScrolls() {  // tables wider than their box with no visible cue that they scroll
+  var boxes = document.querySelectorAll("article .pst-scrollable-table-container");
+  return Array.from(boxes).filter(function (box) {
+    if (box.scrollWidth <= box.clientWidth + 1) return false;
+    var cue = box.previousElementSibling;
+    return !(cue && cue.classList.contains("course-scroll-cue") && !cue.hidden && cue.offsetParent);
+  }).map(function (box) { return box.textContent.trim().slice(0, 50); });
+}
+
+function coveredQuery() {
+  // the search page's query box: its magnifier icon must end before the text starts
+  var input = document.querySelector('article input[name="q"], #search-results ~ form input[name="q"]') ||
+              Array.from(document.querySelectorAll('input[name="q"]')).filter(function (i) {
+                return i.offsetParent; })[0];
+  if (!input || !input.value) return null;
+  var box = input.closest("form") || input.parentElement;
+  var icon = box.querySelector("i, svg, .fa-magnifying-glass, [class*=search-icon]");
+  if (!icon || !icon.getBoundingClientRect().width) return null;
+  var r = input.getBoundingClientRect(), style = getComputedStyle(input);
+  var textStart = r.left + parseFloat(style.paddingLeft) + parseFloat(style.borderLeftWidth);
+  var iconRect = icon.getBoundingClientRect();
+  var overlaps = iconRect.right > textStart + 0.5 && iconRect.left < textStart + 8 &&
+                 iconRect.bottom > r.top && iconRect.top < r.bottom;
+  return overlaps ? "icon " + Math.round(iconRect.left) + "-" + Math.round(iconRect.right) +
+                    " px, text from " + Math.round(textStart) + " px" : "";
+}
+
+function printView() {
+  // what printing shows: no button, every fold open (the print stylesheet and course.js)
+  var hidden = [];
+  Array.from(document.styleSheets).forEach(function (sheet) {
+    var rules;
+    try { rules = sheet.cssRules; } catch (e) { return; }
+    Array.from(rules || []).forEach(function (rule) {
+      if (rule.media && /print/.test(rule.media.mediaText)) {
+        Array.from(rule.cssRules).forEach(function (r) {
+          if (r.style && r.style.display === "none") hidden.push(r.selectorText);
+        });
+      }
+    });
+  });
+  var buttons = Array.from(document.querySelectorAll(
+      "article button, article .course-buttons, article .course-start, .bd-header button"))
+    .filter(function (b) { return b.getClientRects().length; })
+    .filter(function (b) { return !hidden.some(function (sel) { try { return b.matches(sel); }
+                                                                catch (e) { return false; } }); });
+  var details = Array.from(document.querySelectorAll("details"));
+  var wasOpen = details.map(function (d) { return d.open; });
+  details.forEach(function (d) { d.open = false; });
+  window.dispatchEvent(new Event("beforeprint"));
+  var folded = details.filter(function (d) { return !d.open; }).length;
+  window.dispatchEvent(new Event("afterprint"));
+  details.forEach(function (d, i) { d.open = wasOpen[i]; });
+  return {buttons: buttons.map(function (b) { return b.tagName.toLowerCase() + "." +
+                                                     String(b.className).split(" ")[0]; }),
+          folded: folded, folds: details.length};
+}
+
 window.addEventListener("load", function () {
   function report(extra) {
     var images = Array.from(document.images);
@@ -165,6 +247,15 @@ window.addEventListener("load", function () {
                             return a.textContent.trim() + " " + Math.round(r.left) + "-" +
                                    Math.round(r.right); }),
       starts: document.querySelectorAll(STARTS).length,
+      explorer_count: document.querySelectorAll(".tx-explorer").length,
+      wrapped_tables: wrappedTables(),
+      unlinked_figures: unlinkedFigures(),
+      silent_scrolls: silentScrolls(),
+      covered_query: coveredQuery(),
+      print_view: printView(),
+      attributions: ((document.querySelector("article") || {}).textContent || "")
+        .split("CC BY 2.0 FR").length - 1,
+      explorers: (window.__explorerProbe || {}).explorers || [],
       console: seen.console,
       uncaught: seen.uncaught
     }, extra || {}));
@@ -205,7 +296,7 @@ PHONE = """<!doctype html><html><head><link rel="icon" href="_static/favicon.svg
 <body style="margin:0">
 <iframe id="phone" style="width:WIDTHpx;height:2400px;border:0"></iframe>
 <script>
-document.getElementById("phone").src = location.search.slice(1) || "index.html";
+document.getElementById("phone").src = (location.search.slice(1) || "index.html") + location.hash;
 (function copy() {
   var inner = document.getElementById("phone").contentDocument;
   var seen = inner && inner.getElementById("site-probe");
@@ -269,7 +360,8 @@ def with_probes(site_dir, tmp, probes=True):
     for page in copy.glob("*.html") if probes else []:
         text = page.read_text()
         text = re.sub(r"<head>", lambda m: m[0] + HOOK, text, count=1)
-        page.write_text(text.replace("</body>", PROBE + "</body>"))
+        drive = f"<script>{EXPLORER_PROBE.read_text()}</script>" if "tx-explorer" in text else ""
+        page.write_text(text.replace("</body>", drive + PROBE + "</body>"))
     (copy / "phone.html").write_text(PHONE)
     return copy
 
@@ -339,6 +431,22 @@ def check_page(browser, base, page, width, failures):
     if seen["no_alt"]:
         failures.append(f"{where}: images without alt text: {seen['no_alt']}")
     failures += [f"{where}: formula not whole: {c}" for c in seen["clipped"]]
+    failures += [f"{where}: a printed table wraps its lines: {t!r}" for t in seen["wrapped_tables"]]
+    failures += [f"{where}: a figure does not open full size: {f}" for f in seen["unlinked_figures"]]
+    failures += [f"{where}: a table scrolls with no cue: {t!r}" for t in seen["silent_scrolls"]]
+    if seen["covered_query"]:
+        failures.append(f"{where}: the magnifier covers the query: {seen['covered_query']}")
+    if seen["print_view"]["buttons"]:
+        failures.append(f"{where}: printing keeps buttons: {sorted(set(seen['print_view']['buttons']))[:5]}")
+    if seen["print_view"]["folded"]:
+        failures.append(f"{where}: printing leaves {seen['print_view']['folded']} of "
+                        f"{seen['print_view']['folds']} folds closed")
+    if page == "index.html" and seen["attributions"] != 1:
+        failures.append(f"{where}: the data's licence (CC BY 2.0 FR) is stated {seen['attributions']} times")
+    if len(seen["explorers"]) != seen["explorer_count"]:
+        failures.append(f"{where}: {seen['explorer_count']} explorers, {len(seen['explorers'])} driven")
+    for explorer in seen["explorers"]:
+        failures += [f"{where}: explorer {explorer['id']}: {bad}" for bad in driven_failures(explorer)]
     failures += [f"{where}: console error: {e}" for e in errors]
     if width == PHONE_WIDTH:
         if seen["width"] != PHONE_WIDTH:
@@ -391,6 +499,10 @@ def main(argv=None):
                       f"{len(wide['clipped']):>7}/{len(phone['clipped']):<8} {wide['images']:>6} "
                       f"{loaded:>6} {len(wide['no_alt']):>6} {len(phone['broken_words']):>12} "
                       f"{errors:>6} {len(set(requests)):>5} {weights[page] / 1e6:>7.2f} MB")
+                if wide["explorers"]:
+                    print(f"{'':30} {len(wide['explorers'])} explorers, "
+                          f"{sum(len(e['data']['steps']) for e in wide['explorers'])} steps, each reached by "
+                          f"Next, the keys and the slider at 1,280 and {PHONE_WIDTH} px")
                 if page == "index.html":
                     print(f"{'':30} at {phone['width']} px: {phone['starts']} start buttons, "
                           f"{len(phone['offscreen'])} beyond the screen's edge")
@@ -400,7 +512,7 @@ def main(argv=None):
                 print(f"page weight (a first visit, every file it loads): "
                       f"{min(weights.values()) / 1e6:.2f}-{max(weights.values()) / 1e6:.2f} MB, "
                       f"landing page {weights.get('index.html', 0) / 1e6:.2f} MB")
-            queries = [(term, expected, None) for term, expected in search_terms()] + [KNOWN]
+            queries = [(term, expected, None) for term, expected in search_terms()] + [KNOWN, *MATHS]
             for query, expected, sentence in queries:
                 for where, root in (("file", (copy / "search.html").resolve().as_uri()),
                                     ("http", f"{base}/search.html")):
@@ -422,6 +534,9 @@ def main(argv=None):
                                         f"hold the match: {snippet[:120]!r}")
                     if tex:
                         failures.append(f"search {query!r}: TeX in a snippet: {tex[0][:100]!r}")
+                    if (seen or {}).get("covered_query"):
+                        failures.append(f"search {query!r} from {where}: the magnifier covers the query: "
+                                        f"{seen['covered_query']}")
                     failures += [f"search {query!r} from {where}: console error: {e}" for e in errors]
         finally:
             server.shutdown()
@@ -447,6 +562,35 @@ def screenshots(browser, copy, failures):
             print(f"screenshot {shot.relative_to(ROOT)}" if shot.exists() else f"no screenshot of {page}")
             if not shot.exists():
                 failures.append(f"no screenshot of {page} at {width} px")
+    for step, page in explorer_pages(copy, "05_training_recipe.html", (1, 6, 12, 14)):
+        for width in (1280, PHONE_WIDTH):
+            shot = SHOTS / f"05_explorer_step{step}_{width}.png"
+            url = (copy / page).resolve().as_uri() if width != PHONE_WIDTH else \
+                f"{(copy / 'phone.html').resolve().as_uri()}?{page}"
+            run_browser(browser, f"--window-size={width},{1000 if width == PHONE_WIDTH else 900}",
+                        f"--screenshot={shot}", url)
+            if not shot.exists():
+                failures.append(f"no screenshot of 05's explorer, step {step}, at {width} px")
+    print("screenshots of 05's first explorer at steps 1, 6, 12 and 14, 1,280 and 390 pixels wide")
+
+
+def explorer_pages(copy, page, steps):
+    """For each step, a copy of the page (its theme and styles) whose article holds only its first
+    explorer, opened at that step by clicking Next (a screenshot ignores the address's fragment)."""
+    text = (copy / page).read_text()
+    found = re.search(r'<div class="tx-explorer".*?</script></div>', text, re.S)
+    if not found:
+        return []
+    start, end = text.index("<article"), text.index("</article>")
+    body = text[:text.index(">", start) + 1] + found[0] + text[end:]
+    made = []
+    for step in steps:
+        click = ("<script>window.addEventListener('load', function () { for (var i = 1; i < " + str(step)
+                 + "; i++) document.querySelector('.tx-next').click(); });</script>")
+        name = f"explorer_step{step}.html"
+        (copy / name).write_text(body.replace("</body>", click + "</body>"))
+        made.append((step, name))
+    return made
 
 
 if __name__ == "__main__":

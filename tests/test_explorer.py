@@ -269,19 +269,32 @@ def same(shown, step):
             and shown[0]["shape"] == "(" + ", ".join(map(str, step["shape"])) + ")")
 
 
-def check_driven(seen, n):
-    steps = seen["data"]["steps"]
-    assert seen["live"] and len(steps) == n
-    assert all(same(shown, step) for shown, step in zip(seen["next"], steps, strict=True))
-    assert all(same(shown, step) for shown, step in zip(seen["keysBack"], steps[-2::-1], strict=True))
-    assert all(same(shown, step) for shown, step in zip(seen["keysForward"], steps[1:], strict=True))
-    assert all(same(shown, step) for shown, step in zip(seen["slider"], steps[::-1], strict=True))
-    assert seen["nextDisabledAtEnd"] and seen["prevDisabledAtStart"]
-    assert seen["hashes"][1:] == [f"#{seen['id']}-step-{i}" for i in range(2, n + 1)]
-    for name, shown in seen["phases"]:
-        assert shown[0]["phase"] == name
-    assert not seen["wide"], seen["wide"]
-    assert seen["tallest"] <= 720
+def driven_failures(seen):
+    """What went wrong when tests/explorer_probe.js drove one explorer (its record): every step
+    reached by Next, the arrow keys and the slider, each showing its stored number, title, phase,
+    shape and caption; the buttons at the ends disabled; the address fragment; the phase buttons;
+    no element beyond the screen's edge; at most 720 pixels tall."""
+    steps, bad = seen["data"]["steps"], []
+    if not seen["live"]:
+        return ["the script did not turn it into a stepper"]
+    for how, shown, want in (("Next", seen["next"], steps), ("the left key", seen["keysBack"], steps[-2::-1]),
+                             ("the right key", seen["keysForward"], steps[1:]),
+                             ("the slider", seen["slider"], steps[::-1])):
+        if len(shown) != len(want):
+            bad.append(f"by {how}: {len(shown)} steps reached, not {len(want)}")
+        bad += [f"by {how}: step {step['n']} shows {got}" for got, step in zip(shown, want, strict=False)
+                if not same(got, step)]
+    if not (seen["nextDisabledAtEnd"] and seen["prevDisabledAtStart"]):
+        bad.append("Next or Previous is not disabled at the end")
+    if seen["hashes"][1:] != [f"#{seen['id']}-step-{i}" for i in range(2, len(steps) + 1)]:
+        bad.append(f"the address fragments are {seen['hashes'][:3]}...")
+    bad += [f"the phase button {name} shows {shown}" for name, shown in seen["phases"]
+            if len(shown) != 1 or shown[0]["phase"] != name]
+    if seen["wide"]:
+        bad.append(f"wider than the screen: {sorted(set(seen['wide']))[:5]}")
+    if seen["tallest"] > 720:
+        bad.append(f"{seen['tallest']:.0f} px tall")
+    return bad
 
 
 @pytest.mark.skipif(chromium() is None, reason="Chromium is not installed here "
@@ -294,6 +307,7 @@ def test_in_chromium(tmp_path, letters_model, numbers_models):
         result, console = open_in_chromium(tmp_path, one.html() + two.html(), width)
         assert not console and not result["errors"], (console, result["errors"])
         first, second = result["explorers"]
-        check_driven(first, 14)
-        check_driven(second, len(two.steps))
+        assert len(first["data"]["steps"]) == 14 and len(second["data"]["steps"]) == len(two.steps)
+        assert not driven_failures(first) and not driven_failures(second), \
+            (driven_failures(first), driven_failures(second))
         assert first["click"]["spans"] == 5 and first["click"]["reads"].startswith(first["click"]["row"])

@@ -97,12 +97,24 @@ def without_guard(source):
 
 def plain_tex(tex):
     """A formula's TeX as plain text, for an alt text: $\\sqrt{d_{\\text{model}}}$ -> √d_model."""
-    symbols = {"sqrt": "√", "times": "×", "cdot": "·", "ldots": "…", "dots": "…", "to": "→",
-               "rightarrow": "→", "le": "≤", "ge": "≥", "approx": "≈", "infty": "∞", "pm": "±"}
-    symbols.update(zip("alpha beta gamma delta epsilon lambda mu pi rho sigma tau theta".split(),
-                       "αβγδελμπρστθ", strict=True))
-    tex = re.sub(r"\\(?:text|mathrm|mathbf|operatorname|textbf|mathit)\{([^{}]*)\}", r"\1", tex)
-    tex = re.sub(r"\\([A-Za-z]+)", lambda m: symbols.get(m[1], ""), tex)
+    symbols = {"sqrt": "√", "times": "×", "cdot": "·", "ldots": "…", "dots": "…", "cdots": "⋯", "to": "→",
+               "rightarrow": "→", "leftarrow": "←", "Rightarrow": "⇒", "le": "≤", "leq": "≤", "ge": "≥",
+               "geq": "≥", "ne": "≠", "neq": "≠", "approx": "≈", "infty": "∞", "pm": "±", "ell": "ℓ",
+               "sum": "Σ", "prod": "Π", "partial": "∂", "nabla": "∇", "in": "∈", "odot": "⊙", "mid": "|",
+               "top": "⊤", "quad": " ", "qquad": " "}
+    symbols.update(zip("alpha beta gamma delta epsilon varepsilon lambda mu pi rho sigma tau theta omega phi "
+                       "varphi Phi eta nu xi zeta kappa chi psi Omega Sigma Delta".split(),
+                       "αβγδεελμπρστθωφφΦηνξζκχψΩΣΔ", strict=True))
+    named = {"log", "ln", "exp", "sin", "cos", "tanh", "max", "min", "arg", "softmax"}  # written as words
+    before = None
+    while before != tex:                                    # from the innermost braces out
+        before = tex
+        tex = re.sub(r"\\(?:text|mathrm|mathbf|operatorname|textbf|mathit|mathcal|bar|hat)\{([^{}]*)\}",
+                     r"\1", tex)
+        tex = re.sub(r"\\sqrt\{([^{}]*)\}", lambda m: "√" + (m[1] if len(m[1]) < 2 or re.fullmatch(
+            r"\w+(_\w+)?", m[1]) else f"({m[1]})"), tex)
+        tex = re.sub(r"\\t?frac\{([^{}]*)\}\{([^{}]*)\}", r"\1/\2", tex)
+    tex = re.sub(r"\\([A-Za-z]+)", lambda m: symbols.get(m[1], m[1] if m[1] in named else ""), tex)
     return re.sub(r"[{}]|\\[,;! ]", "", tex).strip()
 
 
@@ -338,9 +350,12 @@ def at_home(readme):
 
 
 def licence_section(readme):
-    """The README's licence, said of the site, and the licence of any data a notebook carries."""
+    """The README's licence, said of the site, and the licence of any data a notebook carries
+    (once: the README's own plain sentence about that data gives way to the line with its links)."""
     text = readme_section(readme, "Licence").replace("this README", "this site")
-    return "\n\n".join([text, *data_licences()])
+    for number in DATA_LICENCES:
+        text = re.sub(rf"\s*Notebook {number}'s data\b[^\n]*(?:\n(?!\n)[^\n]*)*", "", text)
+    return "\n\n".join([text.rstrip(), *data_licences()])
 
 
 def landing_page(readme):
@@ -704,6 +719,28 @@ def search_text(page_html):
     return sections, sentences
 
 
+TABULAR = re.compile(r"\S {2,}\S")      # a line whose columns are lined up with spaces
+OUTPUT_PRE = re.compile(r'(<div class="(?:output [^"]*|[^"]*course-output[^"]*))(">\s*<div class="highlight">'
+                        r'\s*<pre>)(.*?)</pre>', re.S)
+FIGURE = re.compile(r'(<a class="course-figure" href="[^"]*">)?(<img\b[^>]*\bsrc="(_images/[^"]+)"[^>]*>)')
+
+
+def tabular(pre):
+    """An output whose lines hold columns (two lines or more lined up with runs of spaces)."""
+    lines = html.unescape(re.sub(r"<[^>]+>", "", pre)).splitlines()
+    return sum(bool(TABULAR.search(line)) for line in lines) >= 2
+
+
+def readable_outputs(page_html):
+    """A printed table keeps its columns on a phone (its output gets the class course-table-output:
+    it scrolls sideways in its own box instead of wrapping), and a figure opens full size on a tap
+    (each output image is a link to its file)."""
+    page_html = OUTPUT_PRE.sub(lambda m: (m[1] + " course-table-output" if tabular(m[3]) else m[1])
+                               + m[2] + m[3] + "</pre>", page_html)
+    return FIGURE.sub(lambda m: m[0] if m[1] else f'<a class="course-figure" href="{m[3]}">{m[2]}</a>',
+                      page_html)
+
+
 def finish(out):
     """The built site as a reader gets it: one viewport tag per page, the theme's icons from a small
     stylesheet instead of its 1.5 MB script, the search's scripts and index on the search page
@@ -723,6 +760,7 @@ def finish(out):
         if page.name != "search.html":  # the search box opens search.html (no search as you type)
             text = re.sub(r'[ \t]*<script src="[^"]*(?:searchtools|language_data|searchindex)\.js">'
                           r'</script>\n?', "", text)
+        text = readable_outputs(text)
         page.write_text(text)
         icons.update(icons_of(text))
         found = search_text(text)
@@ -803,6 +841,8 @@ def as_cards(body):
     name (data-label), which course.css writes before the cell."""
     def table(found):
         t = found[0]
+        if t.startswith('<table class="tx-'):      # an explorer's table (helpers/explorer.py) stays one
+            return t
         heads = [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", t, re.S)]
         cells = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", t, re.S)]
         if len(heads) < 4 or not any(len(" ".join(c.split())) >= 80 for c in cells):

@@ -100,3 +100,32 @@
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", install);
   else install();
 })();
+
+/* Every page: a table wider than its column says that it scrolls sideways (a cue above it, shown
+   only while it does); before printing, every fold opens (and closes again after). */
+(function () {
+  function cues() {
+    document.querySelectorAll("article .pst-scrollable-table-container").forEach(function (box) {
+      var cue = box.previousElementSibling;
+      if (!cue || !cue.classList.contains("course-scroll-cue")) {
+        cue = document.createElement("p");
+        cue.className = "course-scroll-cue";
+        cue.textContent = "The table scrolls sideways \u2192";
+        box.parentNode.insertBefore(cue, box);
+      }
+      cue.hidden = box.scrollWidth <= box.clientWidth + 1;
+    });
+  }
+  var opened = [];
+  window.addEventListener("beforeprint", function () {
+    document.querySelectorAll("details:not([open])").forEach(function (d) { d.open = true; opened.push(d); });
+  });
+  window.addEventListener("afterprint", function () {
+    opened.forEach(function (d) { d.open = false; });
+    opened = [];
+  });
+  window.addEventListener("resize", cues);
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", cues);
+  else cues();
+  window.addEventListener("load", cues);
+})();
