@@ -18,8 +18,15 @@ then inside a 390-pixel-wide frame (a phone), where every Colab/Kaggle start but
 the screen too. The page weight (bytes of every file a first visit loads) is printed per page. The
 search page is queried for a term of each notebook and for a known sentence, from ``file://`` and
 over HTTP: the expected page must be found, its snippet must hold the matching sentence, no TeX, and
-no console error. Screenshots of the landing page and of notebooks 03 and 09, 1,280 and 390 pixels
-wide, go to ``_site_screenshots/``. Exits 1 when a check fails.
+no console error, and its snippets must keep a formula's symbols (ℓ_ref, O(log_w n)). On every page
+the probe also checks that printed tables keep their lines (they scroll in their own box), figures
+are links to their image, a table that scrolls says so, the search box's magnifier leaves the query
+readable, the front page states the data's licence once, and printing hides the buttons and opens
+the folds; on a page with explorers (helpers/explorer.py), tests/explorer_probe.js steps through
+each by Next, the arrow keys and the slider, and every step must show its stored number, title,
+phase, shape and caption, within the screen. Screenshots of the landing page and of notebooks 03
+and 09, and of 05's first explorer at steps 1, 6, 12 and 14, 1,280 and 390 pixels wide, go to
+``_site_screenshots/``. Exits 1 when a check fails.
 """
 
 import argparse

@@ -247,16 +247,29 @@ def chromium():
 
 
 def open_in_chromium(tmp_path, body, width):
-    page = tmp_path / f"page_{width}.html"
+    """The probe's record and the console's lines for a page holding body, opened width pixels
+    wide: in a frame of that width (headless Chromium lays a window out at least 500 pixels wide)."""
+    page = tmp_path / "page.html"
     errors = ("<script>window.__explorerErrors=[];window.addEventListener('error',function(e){"
               "window.__explorerErrors.push(String(e.message))});</script>")
     page.write_text(f"<!doctype html><html><head><meta charset='utf-8'><meta name='viewport' "
                     f"content='width=device-width, initial-scale=1'>{errors}</head><body>{body}"
                     f"<script>{PROBE.read_text()}</script></body></html>", encoding="utf-8")
+    frame = tmp_path / f"frame_{width}.html"
+    frame.write_text(f"""<!doctype html><html><body style="margin:0">
+<iframe id="f" src="page.html" style="width:{width}px;height:800px;border:0"></iframe>
+<script>(function copy() {{
+  var inner = document.getElementById("f").contentDocument;
+  var seen = inner && inner.getElementById("explorer-probe");
+  if (!seen) {{ setTimeout(copy, 50); return; }}
+  var out = document.createElement("pre"); out.id = "explorer-probe"; out.textContent = seen.textContent;
+  document.body.appendChild(out);
+}})();</script></body></html>""", encoding="utf-8")
     run = subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu",
-                          "--enable-logging=stderr", "--v=0", f"--window-size={width},800",
-                          "--virtual-time-budget=5000", "--dump-dom",
-                          page.resolve().as_uri()], capture_output=True, text=True, timeout=120)
+                          "--allow-file-access-from-files", "--enable-logging=stderr", "--v=0",
+                          "--window-size=1280,900", "--virtual-time-budget=5000", "--dump-dom",
+                          frame.resolve().as_uri()],
+                         capture_output=True, text=True, timeout=120)
     found = re.findall(r'<pre id="explorer-probe"[^>]*>(.*?)</pre>', run.stdout, re.S)
     assert found, run.stderr[-2000:]
     console = [line for line in run.stderr.splitlines() if "CONSOLE" in line]
@@ -306,6 +319,7 @@ def test_in_chromium(tmp_path, letters_model, numbers_models):
     for width in (1280, 390):
         result, console = open_in_chromium(tmp_path, one.html() + two.html(), width)
         assert not console and not result["errors"], (console, result["errors"])
+        assert result["width"] == width
         first, second = result["explorers"]
         assert len(first["data"]["steps"]) == 14 and len(second["data"]["steps"]) == len(two.steps)
         assert not driven_failures(first) and not driven_failures(second), \
