@@ -132,6 +132,19 @@ def test_written_before_its_section_is_caught():
     assert first is early and not notation.introduces(row, first)
 
 
+def test_the_tour_shows_symbols_without_introducing_them():
+    """Notebook 00 comes first and writes symbols that later sections introduce: it is not where they
+    are first written, but a meaning it gives them outside their places is still a clash."""
+    row = ROWS[r"k_{\text{top}}"]
+    tour = chunk(r"keep the $k_{\text{top}}$ best", notebook="00_tour", section="Where to go next", cell=3)
+    later = chunk(r"$k_{\text{top}}$")
+    assert notation.first_written(row, [tour, later]) is later
+    elsewhere = chunk("there are $T$ of them", "00_tour", "Training", cell=4)
+    assert notation.first_written(ROWS["T"], [elsewhere]) is None
+    assert notation.clashes(ROWS["T"], [elsewhere], [])
+    assert "00" in notation.PREVIEWS and [s for s, *_ in notation.course.NOTEBOOKS][0].startswith("00")
+
+
 def test_the_notation_page_states_the_reuses():
     import nbformat
 

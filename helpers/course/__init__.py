@@ -11,6 +11,9 @@ CLONE_DIR = "original-transformer"  # folder the bootstrap cell clones into (Col
 
 # (file stem, title, one line); each notebook's time is estimated by helpers.course.timing
 NOTEBOOKS = [
+    ("00_tour", "The whole model in 40 minutes",
+     "A tour: positions and an encoder layer from the formulas, the tiny model trained, its "
+     "cross-attention, the base model counted."),
     ("01_positions", "Positions",
      "Embeddings × √d_model plus sinusoidal positions; shifts are rotations."),
     ("02_layer_norm", "Layer norm",

@@ -12,7 +12,10 @@ and ``CODE_CLASHES`` the phrases that give a symbol another meaning without a fo
 The website's notation page is made from these tables, and ``tests/test_notation.py`` checks
 them against the notebooks: each value against the code; each symbol written first in the
 section that introduces it (cut at the headings; a notebook's first cell, its title and
-learning goals, does not count), never before it; and nowhere outside its places. How a
+learning goals, does not count), never before it; and nowhere outside its places. The tour
+(``PREVIEWS``, notebook 00) comes first but introduces nothing: it shows the whole model with the
+symbols of the notebooks that explain them, and links there; so it is not where a symbol is
+"written first", but it may not give a symbol another meaning either. How a
 symbol is found: every formula between $ signs is normalised (spacing, ``\\text{...}`` and
 one-character subscripts' braces removed, Greek letters of the prose written as commands),
 and a form is found where no letter, ``_``, ``^`` or ``\\`` sticks to it: $k$ is found in
@@ -180,6 +183,10 @@ def _resolved(rows):
 
 
 SYMBOLS = _resolved(ALL)
+
+# Notebooks that show the whole model before the notebooks that introduce its symbols (00, the tour):
+# a symbol written there does not count as written first; its meaning there is checked like anywhere.
+PREVIEWS = ("00",)
 """The rows whose notebook is in the course (notebook 10's rows wait for notebook 10)."""
 # ---------------------------------------------------------------------------------------------
 # Reading the course's text: what tests/test_notation.py and tests/test_references.py check.
@@ -286,9 +293,11 @@ def writes(chunk, form):
 
 
 def first_written(symbol, text=None):
-    """The first chunk of the course (a notebook's first cell aside) that writes the symbol."""
+    """The first chunk of the course (a notebook's first cell and the PREVIEWS aside) that writes
+    the symbol."""
     for chunk in text if text is not None else course_chunks():
-        if chunk.cell != 0 and any(writes(chunk, form) for form in symbol.forms):
+        if (chunk.cell != 0 and chunk.notebook[:2] not in PREVIEWS
+                and any(writes(chunk, form) for form in symbol.forms)):
             return chunk
     return None
 
