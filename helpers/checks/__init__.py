@@ -32,12 +32,15 @@ import functools
 import inspect
 import io
 import math
+import os
+import re
 import sys
 import types
 import warnings
 
 import torch
 from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
 
 PASSED = "Check passed."
 
@@ -51,7 +54,44 @@ class Passed(str):
 
 
 class _ReferenceCalled(BaseException):
-    """Raised by a blocked reference (a BaseException, so a learner's `except Exception` lets it by)."""
+    """Raised when a reference runs during a learner's call (a BaseException, so a learner's
+    `except Exception` lets it by; one that catches it anyway is refused all the same)."""
+
+
+WATCH = os.environ.get("COURSE_CHECK_WATCH", "1") != "0"
+"""The switch of the watch (:class:`_Watch`) and of the guard (:class:`_Guard`): with it off
+(``COURSE_CHECK_WATCH=0``, or this name set to False) only the identity test of :func:`_borrowed`
+and the watch of torch's functions by name are left; tests/test_routes.py shows its routes then pass."""
+
+ALL = "*"
+"""In a reference list, ``(package, ALL, label)``: every function of that package's files (sacrebleu)."""
+
+
+class Ops:
+    """A family of torch's operations that compute what an exercise asks, refused wherever they
+    are reached: by name in torch's function dispatch (F.rms_norm, torch.native_layer_norm,
+    torch.ops.aten.native_layer_norm.default) and in ATen's dispatch below it, where a composite
+    arrives as the operation it runs (F.group_norm as native_group_norm, F.instance_norm as
+    native_batch_norm). pattern: a regular expression searched in the operation's name."""
+
+    def __init__(self, pattern, label):
+        self.pattern, self.label = re.compile(pattern), label
+
+    def __repr__(self):
+        return f"Ops({self.pattern.pattern!r})"
+
+
+NORMALISATION = Ops(r"(layer|group|instance|batch|rms)_norm", "a normalisation")
+FUSED_ATTENTION = Ops(r"multi_head_attention|_transformer_(encoder|decoder)", "a fused attention")
+FUSED_LAYER = Ops(r"_transformer_(encoder|decoder)", "a fused Transformer layer")
+
+
+class Built:
+    """In a reference list: an object of class cls (built by the reference: helpers.model.Transformer
+    builds its position table with sinusoidal_positions) that the learner's function may not hold."""
+
+    def __init__(self, cls, label):
+        self.cls, self.label = cls, label
 
 
 def _op_name(owner, attr):
@@ -62,71 +102,211 @@ def _op_name(owner, attr):
     return None
 
 
-class _Watch(TorchFunctionMode):
-    """Within it, a call of one of torch's functions named in ops (name -> [(label, when)]) raises
-    _ReferenceCalled(label), whatever route reached it (a module's forward, the functional form,
-    torch._C, torch.ops.aten); when(name, args, kwargs), if given, says whether this call counts."""
+def _code_of(value):
+    """The code object that runs when value is called (a function, a method, a staticmethod, a
+    function under decorators that keep __wrapped__), or None (a C function, a class)."""
+    value = getattr(value, "__func__", value)
+    try:
+        value = inspect.unwrap(value)
+    except ValueError:                  # a cycle of __wrapped__
+        pass
+    value = getattr(value, "__func__", value)
+    code = getattr(value, "__code__", None)
+    return code if isinstance(code, types.CodeType) else None
 
-    def __init__(self, ops):
+
+def _file(name):
+    """A code object's file name as a resolved path (its module reloaded or loaded from another
+    spelling of the same path gives the same one), or None for code typed in a cell."""
+    if not name or name.startswith("<"):
+        return None
+    return os.path.realpath(name)
+
+
+_UNSEEN = object()
+
+
+class _Watch:
+    """Within running(), any run of a reference's code raises _ReferenceCalled(label).
+
+    A reference is known by its code object, and by its place (file, first line, qualified name),
+    so that every route to it is seen: another module's name for it, a wrapper (functools.cache, a
+    partial), a holder (an object, a namespace, a class attribute, a staticmethod), a function
+    rebuilt from its __code__, its module reloaded or loaded again from its file. A profile hook
+    (sys.setprofile: Python 3.11 to 3.13) sees every Python frame start. A package (ALL) is known by
+    its folder. torch's own functions are watched by name in torch's function dispatch, and the
+    families of :class:`Ops` there and in ATen's dispatch."""
+
+    def __init__(self, targets):
+        self.codes, self.places, self.packages = {}, {}, []
+        self.names, self.families, self.built = {}, [], []
+        self.rules, self.seen_ops = {}, {}
+        self.hit, self.paused = None, False
+        for target in targets:
+            if isinstance(target, Ops):
+                self.families.append(target)
+                continue
+            if isinstance(target, Built):
+                self.built.append(target)
+                continue
+            owner, attr, label, *rest = target
+            when = rest[0] if rest else None
+            if attr == ALL:
+                folder = os.path.dirname(_file(owner.__file__))
+                self.packages.append((folder + os.sep, label))
+                continue
+            value = getattr(owner, attr, None)
+            if value is None:
+                continue
+            op = _op_name(owner, attr)
+            if op is not None:
+                self.names.setdefault(op, []).append((label, when))
+                if when is not None:     # only some calls count: torch's dispatch decides, with args
+                    continue
+            code = _code_of(value)
+            if code is not None:
+                self.codes.setdefault(id(code), (code, label, when))
+                where = _file(code.co_filename)
+                if where is not None:
+                    self.places.setdefault((where, code.co_firstlineno, code.co_qualname), (label, when))
+        self.files = {where for where, _, _ in self.places}
+
+    def match(self, code):
+        """(label, when) when code is a reference's code (itself, or the same place), else None."""
+        found = self.codes.get(id(code))
+        if found is not None and found[0] is code:
+            return found[1:]
+        rule = self.rules.get(code.co_filename, _UNSEEN)
+        if rule is _UNSEEN:
+            where, rule = _file(code.co_filename), None
+            if where is not None:
+                rule = next((label for folder, label in self.packages if where.startswith(folder)),
+                            where if where in self.files else None)
+                rule = (rule, where in self.files) if rule is not None else None
+            self.rules[code.co_filename] = rule
+        if rule is None:
+            return None
+        if not rule[1]:                                   # a package's folder
+            return f"{rule[0]}'s {code.co_qualname}", None
+        return self.places.get((rule[0], code.co_firstlineno, code.co_qualname))
+
+    def refuse(self, label):
+        if self.hit is None:
+            self.hit = label
+        raise _ReferenceCalled(label)
+
+    def counts(self, when, name, args, kwargs):
+        """when(name, args, kwargs), run with the watch paused (it is the check's own code)."""
+        if when is None:
+            return True
+        self.paused = True
+        try:
+            return when(name, args, kwargs)
+        finally:
+            self.paused = False
+
+    def _profile(self, frame, event, arg):
+        if event != "call" or self.paused:
+            return
+        found = self.match(frame.f_code)
+        if found is not None:
+            label, when = found
+            if when is not None:
+                code = frame.f_code
+                args = tuple(frame.f_locals.get(n) for n in code.co_varnames[:code.co_argcount])
+                if not self.counts(when, code.co_name, args, {}):
+                    return
+            self.refuse(label)
+
+    def family(self, name):
+        """The label of the family (Ops) that torch's operation name belongs to, else None."""
+        label = self.seen_ops.get(name, _UNSEEN)
+        if label is _UNSEEN:
+            label = next((f"torch's {name} ({ops.label} operation)" for ops in self.families
+                          if ops.pattern.search(name)), None)
+            self.seen_ops[name] = label
+        return label
+
+    @contextlib.contextmanager
+    def running(self):
+        """Within the block, the references are watched (see the class)."""
+        stack = contextlib.ExitStack()
+        if self.names or (WATCH and self.families):
+            stack.enter_context(_TorchWatch(self))
+        if WATCH and self.families:
+            stack.enter_context(_AtenWatch(self))
+        hook = self._profile if WATCH and (self.codes or self.packages) else None
+        previous = sys.getprofile()
+        with stack:
+            if hook is not None:
+                sys.setprofile(hook)
+            try:
+                yield self
+            finally:
+                if hook is not None:
+                    now = sys.getprofile()
+                    sys.setprofile(previous)
+                    if now is not hook and self.hit is None:
+                        self.hit = "sys.setprofile, which switches off the check's watch of the references"
+
+
+class _TorchWatch(TorchFunctionMode):
+    """Torch's function dispatch under a _Watch: a call of one of torch's functions named in its
+    references, or of a family (Ops), raises _ReferenceCalled, whatever route reached it (a module's
+    forward, the functional form, torch._C, torch.ops.aten)."""
+
+    def __init__(self, watch):
         super().__init__()
-        self.ops = ops
+        self.watch = watch
 
     def __torch_function__(self, func, types_, args=(), kwargs=None):
         kwargs = kwargs or {}
-        name = getattr(func, "__name__", "").split(".")[0]       # aten's conv1d.default: conv1d
-        for label, when in self.ops.get(name, ()):
-            if when is None or when(name, args, kwargs):
-                raise _ReferenceCalled(label)
+        watch = self.watch
+        if not watch.paused:
+            name = getattr(func, "__name__", "").split(".")[0]      # aten's conv1d.default: conv1d
+            for label, when in watch.names.get(name, ()):
+                if watch.counts(when, name, args, kwargs):
+                    watch.refuse(label)
+            if WATCH and watch.families:
+                label = watch.family(name)
+                if label is not None:
+                    watch.refuse(label)
         return func(*args, **kwargs)
+
+
+class _AtenWatch(TorchDispatchMode):
+    """ATen's dispatch under a _Watch: an operation of one of its families (Ops) raises
+    _ReferenceCalled, the composites having become the operations they run."""
+
+    def __init__(self, watch):
+        super().__init__()
+        self.watch = watch
+
+    def __torch_dispatch__(self, func, types_, args=(), kwargs=None):
+        if not self.watch.paused:
+            label = self.watch.family(func._schema.name.split("::")[-1])
+            if label is not None:
+                self.watch.refuse(label)
+        return func(*args, **(kwargs or {}))
 
 
 @contextlib.contextmanager
 def blocked(targets, namespace=None):
-    """Within the block, calling any of targets raises _ReferenceCalled(label).
+    """Within the block, running any of targets raises _ReferenceCalled(label); yields the
+    :class:`_Watch`, whose ``hit`` names the first one run even when the learner's code caught it.
 
     targets: (owner, attribute, label) triples, or (owner, attribute, label, when) where
     when(name, args, kwargs) says which calls count (e.g. only those with label_smoothing > 0);
     owner is a module, a class or an object (an nn.Module instance, say), label is how the learner
-    would write it, e.g. ``(torch.nn.CrossEntropyLoss, "forward", "nn.CrossEntropyLoss")``. Names
-    in namespace (a learner function's ``__globals__``) bound to a blocked object are blocked too,
-    so ``from m import f`` does not get around it. One of torch's own functions is also watched in
-    torch's function dispatch (:class:`_Watch`), which every route to it reaches.
+    would write it, e.g. ``(torch.nn.CrossEntropyLoss, "forward", "nn.CrossEntropyLoss")``;
+    ``(package, ALL, label)`` stands for every function of a package; an :class:`Ops` for a family
+    of torch's operations; a :class:`Built` for objects built by a reference. A Python function is
+    known by its code, whatever name, wrapper or copy of its module reaches it (namespace, the
+    learner's globals, is not needed for that: kept for the callers that pass it).
     """
-    undo, ops = [], {}
-
-    def refuse(label, original, attr, when):
-        def stub(*args, **kwargs):
-            if when is None or when(attr, args, kwargs):
-                raise _ReferenceCalled(label)
-            return original(*args, **kwargs)
-        return stub
-
-    try:
-        for owner, attr, label, *rest in targets:
-            when = rest[0] if rest else None
-            original = getattr(owner, attr)
-            own = getattr(owner, "__dict__", {})
-            had = attr in own
-            raw = own[attr] if had else original   # a staticmethod is restored as one
-            setattr(owner, attr, refuse(label, original, attr, when))
-            undo.append((owner, attr, raw, had))
-            for name, value in list((namespace or {}).items()):
-                if value is original:
-                    namespace[name] = refuse(label, original, attr, when)
-                    undo.append((namespace, name, original, None))
-            op = _op_name(owner, attr)
-            if op is not None:
-                ops.setdefault(op, []).append((label, when))
-        with _Watch(ops) if ops else contextlib.nullcontext():
-            yield
-    finally:
-        for owner, attr, original, had in reversed(undo):
-            if had is None:
-                owner[attr] = original
-            elif had:
-                setattr(owner, attr, original)
-            else:
-                delattr(owner, attr)
+    watch = _Watch(targets)
+    with watch.running():
+        yield watch
 
 
 # --- Borrowed answers: a learner's function that is, wraps or holds a reference ---------------
@@ -186,11 +366,14 @@ def _walk(obj, namespace):
     return seen.values()
 
 
-def _borrowed(fn, targets):
-    """The label of the reference fn is, wraps or holds (see :func:`call`), else None."""
+def _borrowed(fn, targets, watch=None):
+    """The label of the reference fn is, wraps or holds (see :func:`call`), else None. With watch
+    (the :class:`_Watch` of targets), a function it holds is also known by its code (rebuilt from
+    the reference's __code__, or from its module loaded again), and an object it holds by its class
+    (a :class:`Built`)."""
     wanted = {}
-    for owner, attr, label, *when in targets:
-        if when:                  # only some calls count: watched when it runs (blocked), not held
+    for owner, attr, label, *when in [t for t in targets if isinstance(t, tuple)]:
+        if when or attr == ALL:   # only some calls count: watched when it runs (blocked), not held
             continue
         value = getattr(owner, attr, None)
         if value is None:
@@ -201,6 +384,7 @@ def _borrowed(fn, targets):
             wanted.setdefault(id(func), (func, label))
         if attr == "forward" and not isinstance(owner, (type, types.ModuleType)):
             wanted.setdefault(id(owner), (owner, label))   # the module instance itself
+    watch = watch if WATCH else None
     for item in _walk(fn, getattr(fn, "__globals__", None)):
         hit = wanted.get(id(item))
         if hit is not None and hit[0] is item:
@@ -209,6 +393,15 @@ def _borrowed(fn, targets):
         hit = wanted.get(id(func)) if func is not None else None
         if hit is not None and hit[0] is func:
             return hit[1]
+        if watch is None:
+            continue
+        if isinstance(item, types.FunctionType):
+            found = watch.match(item.__code__)
+            if found is not None and found[1] is None:
+                return found[0]
+        for built in watch.built:
+            if isinstance(item, built.cls):
+                return built.label
     return None
 
 
@@ -224,23 +417,123 @@ def _check_module():
     return None
 
 
+def _package_modules(module):
+    """The modules of the check package that module belongs to (helpers.checks.encoder for
+    helpers.checks.encoder.ffn; helpers.checks.positions alone), or [] for None."""
+    if module is None:
+        return []
+    package = ".".join(module.__name__.split(".")[:3])
+    return [m for name, m in list(sys.modules.items())
+            if m is not None and (name == package or name.startswith(package + "."))]
+
+
+def _tampered(guard, short):
+    """Raise Hint when the learner's call changed what the check reads (guard: a _Guard or None)."""
+    changed = guard.changes() if guard is not None else []
+    if changed:
+        raise Hint(f"{short} changes the check itself ({', '.join(changed[:3])}): an answer that "
+                   "changes how it is checked checks nothing. Leave helpers.checks and torch as they "
+                   "are (the check has put them back).")
+
+
 def _own_functions(module, handed):
     """(module, name, label) of the check module's own functions (they build its right answers
     and its mistakes), except those the learner's function is handed (reachable from handed)."""
     if module is None:
         return []
-    given = {id(item) for arg in handed for item in _walk(arg, getattr(arg, "__globals__", None))}
+    reached = [item for arg in handed for item in _walk(arg, getattr(arg, "__globals__", None))]
     for arg in handed:                                # the methods of an object handed over
         if isinstance(arg, torch.nn.Module):
             for item in vars(type(arg)).values():
-                given.update(id(x) for x in _walk(item, getattr(item, "__globals__", None)))
-    package = ".".join(module.__name__.split(".")[:3])   # helpers.checks.encoder for .encoder.ffn
-    modules = [m for name, m in list(sys.modules.items())
-               if m is not None and (name == package or name.startswith(package + "."))]
+                reached += _walk(item, getattr(item, "__globals__", None))
+    given = {id(item) for item in reached} | {id(_code_of(item)) for item in reached if callable(item)}
     return [(m, name, f"{m.__name__}.{name}, the check's own computation")
-            for m in modules for name, value in vars(m).items()
+            for m in _package_modules(module) for name, value in vars(m).items()
             if isinstance(value, types.FunctionType) and value.__module__ == m.__name__
-            and id(value) not in given]
+            and id(value) not in given and id(_code_of(value)) not in given]
+
+
+class _Guard:
+    """What a check reads, as it was before a learner's call: the namespaces of helpers.checks and
+    of the calling check's package (every name; a function's code and defaults; a list's, dict's or
+    set's items; a tensor's version counter), and those of torch, torch.Tensor, F, math and builtins
+    (their names). changes() puts back whatever the learner's call changed, and names it."""
+
+    _LIBRARIES = ("torch", "torch.nn.functional", "math", "builtins")
+
+    def __init__(self, modules):
+        self.full = [(m.__name__, vars(m), self._state(vars(m))) for m in modules]
+        owners = [sys.modules[name] for name in self._LIBRARIES] + [torch.Tensor, torch._C.TensorBase]
+        self.names = [(getattr(o, "__name__", str(o)), o, dict(vars(o))) for o in owners]
+
+    @staticmethod
+    def _state(namespace):
+        state = {}
+        for name, value in list(namespace.items()):
+            if isinstance(value, types.FunctionType):
+                state[name] = (value, value.__code__, value.__defaults__, value.__kwdefaults__)
+            elif type(value) in (list, dict, set):
+                state[name] = (value, value.copy())
+            elif isinstance(value, torch.Tensor):
+                copy = value.detach().clone() if value.numel() <= 10_000 else None
+                state[name] = (value, value._version, copy)
+            else:
+                state[name] = (value,)
+        return state
+
+    @staticmethod
+    def _same_items(old, new):
+        if isinstance(old, list):
+            return len(old) == len(new) and all(a is b for a, b in zip(old, new, strict=True))
+        if isinstance(old, dict):
+            return old.keys() == new.keys() and all(old[k] is new[k] for k in old)
+        return old == new
+
+    def changes(self):
+        """The qualified names the learner's call changed (each put back as it was)."""
+        changed = []
+        for module_name, namespace, state in self.full:
+            for name, value in list(namespace.items()):
+                if (name not in state and not (name.startswith("__") and name.endswith("__"))
+                        and not isinstance(value, types.ModuleType)):
+                    changed.append(f"{module_name}.{name}")
+                    del namespace[name]
+            for name, (value, *rest) in state.items():
+                now = namespace.get(name, _UNSEEN)
+                if now is not value:
+                    if name.startswith("__") and name.endswith("__"):
+                        continue
+                    changed.append(f"{module_name}.{name}")
+                    namespace[name] = value
+                elif isinstance(value, types.FunctionType):
+                    if (value.__code__, value.__defaults__, value.__kwdefaults__) != tuple(rest):
+                        changed.append(f"{module_name}.{name}")
+                        value.__code__, value.__defaults__, value.__kwdefaults__ = rest
+                elif isinstance(value, torch.Tensor):
+                    if value._version != rest[0]:
+                        changed.append(f"{module_name}.{name}")
+                        if rest[1] is not None:
+                            with torch.no_grad():
+                                value.copy_(rest[1])
+                elif rest and not self._same_items(rest[0], value):
+                    changed.append(f"{module_name}.{name}")
+                    if isinstance(value, list):
+                        value[:] = rest[0]
+                    else:
+                        value.clear()
+                        value.update(rest[0])
+        for owner_name, owner, state in self.names:
+            namespace = vars(owner)
+            for name, value in state.items():
+                if name == "_" or name.startswith("__") or isinstance(value, types.ModuleType):
+                    continue
+                if namespace.get(name, _UNSEEN) is not value:
+                    changed.append(f"{owner_name}.{name}")
+                    try:
+                        setattr(owner, name, value)
+                    except (AttributeError, TypeError):
+                        pass
+        return changed
 
 
 def checker(fn):
@@ -338,13 +631,14 @@ def call(fn, name, *args, no_grad=True, reference=(), instead="", **kwargs):
         return Hint(f"{short} calls {label}, the very reference this check compares your answer "
                     f"with, so it checks nothing: {instead or 'write the computation yourself.'}")
 
-    label = _borrowed(fn, reference)
+    watch = _Watch(reference)
+    label = _borrowed(fn, reference, watch)
     if label is not None:
         raise refused(label)
+    guard = _Guard([sys.modules[__name__], *_package_modules(module)]) if WATCH else None
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
-                (torch.no_grad() if no_grad else contextlib.nullcontext()), \
-                blocked(reference, getattr(fn, "__globals__", None)):
+                (torch.no_grad() if no_grad else contextlib.nullcontext()), watch.running():
             out = fn(*given, **given_kw)
     except _ReferenceCalled as e:
         raise refused(e.args[0]) from None
@@ -353,6 +647,10 @@ def call(fn, name, *args, no_grad=True, reference=(), instead="", **kwargs):
     except Exception as e:  # the learner's code may fail in any way: say how, in one line
         message = " ".join(str(e).split())[:200]
         raise Hint(f"{name} raised {type(e).__name__}: {message}") from None
+    finally:
+        _tampered(guard, short)
+    if watch.hit is not None:              # run, then caught by the learner's code
+        raise refused(watch.hit)
     if out is None:
         raise Hint(f"{name} returned None: end it with `return` and the result.")
     for new, old, pos in zip(given, kept, range(len(args)), strict=True):
