@@ -152,8 +152,10 @@ class _Watch:
             owner, attr, label, *rest = target
             when = rest[0] if rest else None
             if attr == ALL:
-                folder = os.path.dirname(_file(owner.__file__))
-                self.packages.append((folder + os.sep, label))
+                where = getattr(owner, "__file__", None) or next(iter(getattr(owner, "__path__", [])), None)
+                if where is not None:
+                    folder = os.path.dirname(_file(where)) if where.endswith(".py") else _file(where)
+                    self.packages.append((folder + os.sep, label))
                 continue
             value = getattr(owner, attr, None)
             if value is None:
@@ -177,18 +179,19 @@ class _Watch:
         if found is not None and found[0] is code:
             return found[1:]
         rule = self.rules.get(code.co_filename, _UNSEEN)
-        if rule is _UNSEEN:
+        if rule is _UNSEEN:            # (the file when it holds references, the package's label), once
             where, rule = _file(code.co_filename), None
             if where is not None:
-                rule = next((label for folder, label in self.packages if where.startswith(folder)),
-                            where if where in self.files else None)
-                rule = (rule, where in self.files) if rule is not None else None
+                package = next((label for folder, label in self.packages if where.startswith(folder)), None)
+                rule = (where if where in self.files else None, package)
+                rule = None if rule == (None, None) else rule
             self.rules[code.co_filename] = rule
         if rule is None:
             return None
-        if not rule[1]:                                   # a package's folder
-            return f"{rule[0]}'s {code.co_qualname}", None
-        return self.places.get((rule[0], code.co_firstlineno, code.co_qualname))
+        found = self.places.get((rule[0], code.co_firstlineno, code.co_qualname)) if rule[0] else None
+        if found is None and rule[1] and code.co_flags & inspect.CO_NEWLOCALS:
+            found = f"{rule[1]}'s {code.co_qualname}", None     # a function (not a module or class body)
+        return found
 
     def refuse(self, label):
         if self.hit is None:

@@ -12,7 +12,7 @@ from collections import Counter
 
 from helpers import bpe
 from helpers.tasks import numbers
-from helpers.checks import Hint, Passed, call, checker
+from helpers.checks import ALL, Hint, Passed, call, checker
 
 NAME = "my_learn_merges(texts, n_merges)"
 
@@ -175,12 +175,13 @@ def _references():
             ("learn_merges", "pair_counts", "best_pair", "merge_pair", "symbols", "word_counts",
              "subword_nmt_merges")]
     try:
+        import subword_nmt
         from subword_nmt import learn_bpe
     except ImportError:
         return refs
-    return refs + [(learn_bpe, name, f"subword_nmt's {name}") for name in
-                   ("learn_bpe", "get_pair_statistics", "replace_pair", "update_pair_statistics",
-                    "get_vocabulary")]
+    return refs + [(subword_nmt, ALL, "subword_nmt")] + [
+        (learn_bpe, name, f"subword_nmt's {name}") for name in
+        ("learn_bpe", "get_pair_statistics", "replace_pair", "update_pair_statistics", "get_vocabulary")]
 
 
 def _is_reference(fn):

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from helpers.attention import MultiHeadAttention, causal_mask
-from helpers.checks import Hint, Passed, call, checker, choice, choices, number, shape
+from helpers.checks import FUSED_ATTENTION, Hint, Passed, call, checker, choice, choices, number, shape
 from helpers.layers import DecoderLayer
 
 EXPECTED = {
@@ -161,6 +161,7 @@ REFERENCES = [
                               "nn.TransformerDecoderLayer"),
     (MultiHeadAttention, "forward", "the course's MultiHeadAttention (helpers.attention), equal to "
                                     "nn.MultiheadAttention"),
+    FUSED_ATTENTION,     # torch._native_multi_head_attention, torch._transformer_decoder_... under any name
 ]
 
 

@@ -591,7 +591,7 @@ def check_decoder_mask(fn):
     padding_mask(ids, pad)) on four random padded batches: padded at the end, at the start, and
     with pad = 7."""
     name = "my_decoder_mask(ids, pad)"
-    reference = [(helpers.attention, "additive_mask", "additive_mask")]
+    reference = [(helpers.attention, "additive_mask", "helpers.attention.additive_mask")]
     instead = ("combine the causal and the padding mask as booleans with |, then place -inf with "
                "masked_fill.")
     batches, got_cells, large_negative = [], [], None

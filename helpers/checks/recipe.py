@@ -429,8 +429,13 @@ EXTRA = 50                   # the paper's limit: input length + 50 tokens (§6.
 
 DECODE_REFERENCE = [
     (decoding, "greedy_decode", "helpers.decoding.greedy_decode"),
+    (decoding, "_write", "helpers.decoding._write, the loop of greedy_decode"),
+    (decoding, "sample_decode", "helpers.decoding.sample_decode (greedy with top_k=1)"),
     (decoding, "beam_search", "helpers.decoding.beam_search"),
     (decoding, "beam_search_all", "helpers.decoding.beam_search_all"),
+    (decoding, "beam_search_apart", "helpers.decoding.beam_search_apart"),
+    (decoding, "search", "helpers.decoding.search"),
+    (decoding, "search_apart", "helpers.decoding.search_apart"),
     (reversal, "pad_after_eos", "helpers.tasks.reversal.pad_after_eos"),
 ]
 DECODE_INSTEAD = ("write the loop yourself: encode once, start every row from <s>, append the argmax "

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from helpers.checks import checker
+from helpers.checks import FUSED_LAYER, checker
 from helpers.checks.encoder.common import D_FF, RELU_ERRORS
 from helpers.checks.encoder.layers import PRIVATE_SUBLAYERS, _check_layer_function, _ffn, _identity, _norm
 from helpers.layers import EncoderLayer
@@ -69,6 +69,6 @@ def check_ffn(ffn=None):
                              (F, "conv1d", CONVOLUTION), (F, "conv2d", CONVOLUTION),
                              (torch, "convolution", CONVOLUTION), (torch, "_convolution", CONVOLUTION),
                              (nn.TransformerEncoderLayer, "_ff_block", PRIVATE_SUBLAYERS),
-                             (EncoderLayer, "ffn", "helpers.layers.EncoderLayer.ffn")],
+                             (EncoderLayer, "ffn", "helpers.layers.EncoderLayer.ffn"), FUSED_LAYER],
         instead="write the products yourself, x @ L.linear1.weight.T + L.linear1.bias, and the "
                 "same with L.linear2.")
