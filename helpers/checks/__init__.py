@@ -456,6 +456,22 @@ def _own_functions(module, handed):
             and id(value) not in given and id(_code_of(value)) not in given]
 
 
+_ROOTS = tuple({os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
+                                                       os.path.dirname(os.path.dirname(__file__)))})
+
+
+def _installed(value):
+    """True when value is the library's own: no Python code (a C function, a class), or code from a
+    file of the installed packages, the standard library or the course's helpers (torch replaces a
+    few of its functions when it imports a part of itself: torch._dynamo wraps torch.manual_seed),
+    not code typed in a notebook or a test."""
+    while isinstance(value, functools.partial):
+        value = value.func
+    code = _code_of(value)
+    where = _file(code.co_filename) if code is not None else None
+    return code is None or (where is not None and where.startswith(_ROOTS))
+
+
 class _Guard:
     """What a check reads, as it was before a learner's call: the namespaces of helpers.checks and
     of the calling check's package (every name; a function's code and defaults; a list's, dict's or
@@ -530,7 +546,8 @@ class _Guard:
             for name, value in state.items():
                 if name == "_" or name.startswith("__") or isinstance(value, types.ModuleType):
                     continue
-                if namespace.get(name, _UNSEEN) is not value:
+                now = namespace.get(name, _UNSEEN)
+                if now is not value and not _installed(now):
                     changed.append(f"{owner_name}.{name}")
                     try:
                         setattr(owner, name, value)
