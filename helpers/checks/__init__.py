@@ -61,7 +61,7 @@ class _ReferenceCalled(BaseException):
 WATCH = os.environ.get("COURSE_CHECK_WATCH", "1") != "0"
 """The switch of the watch (:class:`_Watch`) and of the guard (:class:`_Guard`): with it off
 (``COURSE_CHECK_WATCH=0``, or this name set to False) only the identity test of :func:`_borrowed`
-and the watch of torch's functions by name are left; tests/test_routes.py shows its routes then pass."""
+is left; tests/test_routes.py shows that routes to the references then pass."""
 
 ALL = "*"
 """In a reference list, ``(package, ALL, label)``: every function of that package's files (sacrebleu)."""
@@ -167,17 +167,21 @@ class _Watch:
                     continue
             code = _code_of(value)
             if code is not None:
-                self.codes.setdefault(id(code), (code, label, when))
+                # a method of one object (L.forward): only its calls on that object count
+                instance = owner if isinstance(value, types.MethodType) and value.__self__ is owner else None
+                entry = (label, when, instance)
+                self.codes.setdefault(id(code), (code, []))[1].append(entry)
                 where = _file(code.co_filename)
                 if where is not None:
-                    self.places.setdefault((where, code.co_firstlineno, code.co_qualname), (label, when))
+                    self.places.setdefault((where, code.co_firstlineno, code.co_qualname), []).append(entry)
         self.files = {where for where, _, _ in self.places}
 
     def match(self, code):
-        """(label, when) when code is a reference's code (itself, or the same place), else None."""
+        """The (label, when, instance) of each reference whose code is code (itself, or the same
+        place), or None."""
         found = self.codes.get(id(code))
         if found is not None and found[0] is code:
-            return found[1:]
+            return found[1]
         rule = self.rules.get(code.co_filename, _UNSEEN)
         if rule is _UNSEEN:            # (the file when it holds references, the package's label), once
             where, rule = _file(code.co_filename), None
@@ -190,7 +194,7 @@ class _Watch:
             return None
         found = self.places.get((rule[0], code.co_firstlineno, code.co_qualname)) if rule[0] else None
         if found is None and rule[1] and code.co_flags & inspect.CO_NEWLOCALS:
-            found = f"{rule[1]}'s {code.co_qualname}", None     # a function (not a module or class body)
+            found = [(f"{rule[1]}'s {code.co_qualname}", None, None)]   # a function, not a module body
         return found
 
     def refuse(self, label):
@@ -212,13 +216,16 @@ class _Watch:
         if event != "call" or self.paused:
             return
         found = self.match(frame.f_code)
-        if found is not None:
-            label, when = found
-            if when is not None:
-                code = frame.f_code
+        if found is None:
+            return
+        code = frame.f_code
+        for label, when, instance in found:
+            if instance is not None or when is not None:
                 args = tuple(frame.f_locals.get(n) for n in code.co_varnames[:code.co_argcount])
-                if not self.counts(when, code.co_name, args, {}):
-                    return
+                if instance is not None and not (args and args[0] is instance):
+                    continue
+                if not self.counts(when, code.co_name, args[1:] if instance is not None else args, {}):
+                    continue
             self.refuse(label)
 
     def family(self, name):
@@ -234,7 +241,7 @@ class _Watch:
     def running(self):
         """Within the block, the references are watched (see the class)."""
         stack = contextlib.ExitStack()
-        if self.names or (WATCH and self.families):
+        if WATCH and (self.names or self.families):
             stack.enter_context(_TorchWatch(self))
         if WATCH and self.families:
             stack.enter_context(_AtenWatch(self))
@@ -270,7 +277,7 @@ class _TorchWatch(TorchFunctionMode):
             for label, when in watch.names.get(name, ()):
                 if watch.counts(when, name, args, kwargs):
                     watch.refuse(label)
-            if WATCH and watch.families:
+            if watch.families:
                 label = watch.family(name)
                 if label is not None:
                     watch.refuse(label)
@@ -284,6 +291,12 @@ class _AtenWatch(TorchDispatchMode):
     def __init__(self, watch):
         super().__init__()
         self.watch = watch
+
+    @classmethod
+    def _should_skip_dynamo(cls):
+        """False: torch (2.12 and later) would otherwise wrap __torch_dispatch__ in
+        torch._disable_dynamo, whose first call imports torch._dynamo (seconds, for nothing here)."""
+        return False
 
     def __torch_dispatch__(self, func, types_, args=(), kwargs=None):
         if not self.watch.paused:
@@ -399,8 +412,9 @@ def _borrowed(fn, targets, watch=None):
         if watch is None:
             continue
         if isinstance(item, types.FunctionType):
-            found = watch.match(item.__code__)
-            if found is not None and found[1] is None:
+            found = [label for label, when, instance in watch.match(item.__code__) or ()
+                     if when is None and instance is None]
+            if found:
                 return found[0]
         for built in watch.built:
             if isinstance(item, built.cls):
@@ -426,8 +440,15 @@ def _package_modules(module):
     if module is None:
         return []
     package = ".".join(module.__name__.split(".")[:3])
-    return [m for name, m in list(sys.modules.items())
+    known = _PACKAGES.get(package)
+    if known is None or known[0] != len(sys.modules):      # a module imported since: look again
+        known = _PACKAGES[package] = len(sys.modules), [
+            m for name, m in list(sys.modules.items())
             if m is not None and (name == package or name.startswith(package + "."))]
+    return known[1]
+
+
+_PACKAGES = {}
 
 
 def _tampered(guard, short):
@@ -518,10 +539,10 @@ class _Guard:
                     changed.append(f"{module_name}.{name}")
                     del namespace[name]
             for name, (value, *rest) in state.items():
+                if name.startswith("__") and name.endswith("__"):      # __warningregistry__, ...
+                    continue
                 now = namespace.get(name, _UNSEEN)
                 if now is not value:
-                    if name.startswith("__") and name.endswith("__"):
-                        continue
                     changed.append(f"{module_name}.{name}")
                     namespace[name] = value
                 elif isinstance(value, types.FunctionType):
@@ -542,18 +563,31 @@ class _Guard:
                         value.clear()
                         value.update(rest[0])
         for owner_name, owner, state in self.names:
-            namespace = vars(owner)
-            for name, value in state.items():
+            get = vars(owner).get
+            for name, value in [(n, v) for n, v in state.items() if get(n, _UNSEEN) is not v]:
                 if name == "_" or name.startswith("__") or isinstance(value, types.ModuleType):
                     continue
-                now = namespace.get(name, _UNSEEN)
-                if now is not value and not _installed(now):
+                if not _installed(get(name, _UNSEEN)):
                     changed.append(f"{owner_name}.{name}")
                     try:
                         setattr(owner, name, value)
                     except (AttributeError, TypeError):
                         pass
         return changed
+
+
+EXERCISES = {}
+"""Every function exercise whose check compares with references, by its checker's name: what
+tests/test_routes.py needs to build every route to a reference and check that each is refused."""
+
+
+def exercise(check, reference, borrow, inputs=tuple):
+    """Register check (a checker) in EXERCISES. reference: a function the check compares with;
+    borrow(f): the learner's function(s) (a tuple for several) that return what f returns, called
+    as the check calls them, f standing for the reference; inputs(): the check's other arguments,
+    after the learner's functions."""
+    EXERCISES[check.__name__] = types.SimpleNamespace(check=check, reference=reference, borrow=borrow,
+                                                      inputs=inputs)
 
 
 def checker(fn):

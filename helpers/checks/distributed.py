@@ -8,7 +8,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 from helpers import distributed
 from helpers.checks import (Hint, Passed, _borrowed, _ReferenceCalled, blocked, call, checker, choice, close,
-                            not_answered, number)
+                            exercise, not_answered, number)
 from helpers.distributed import n_tokens, one_batch, token_loss
 from helpers.tasks import workers
 
@@ -593,3 +593,6 @@ def check_ring_question(answer_3):
     return ("Each worker sends 2 · (W − 1)/W times the gradient's bytes (section 4): here W = 16 and the "
             "gradient is 4 bytes × 63,082,496 parameters.")
 
+
+# The exercise, for tests/test_routes.py: the reference, and an answer that borrows it.
+exercise(check_accumulation, distributed.accumulated_step, lambda f: lambda *args: f(*args))

@@ -7,7 +7,7 @@ import torch
 
 import helpers.model
 import helpers.positions
-from helpers.checks import Built, Hint, Passed, call, checker, choice, close, number, shape, tensor
+from helpers.checks import Built, Hint, Passed, call, checker, choice, close, exercise, number, shape, tensor
 from helpers.positions import sinusoidal_positions, wavelength
 
 # Answers worked by hand to 2 decimals are right, rounded (0.91, -0.42) or cut (0.90, -0.41).
@@ -316,3 +316,7 @@ _DEFAULT_INIT_QUESTION = (
 def check_default_init_question(answer_3):
     """Question 3: what nn.Embedding's default initialisation does to the positions."""
     return choice(answer_3, "answer_3", *_DEFAULT_INIT_QUESTION)
+
+
+# The exercise, for tests/test_routes.py: the reference, and an answer that borrows it.
+exercise(check_sinusoidal_positions, helpers.positions.sinusoidal_positions, lambda f: lambda n, d: f(n, d))

@@ -8,7 +8,7 @@ import torch
 
 from helpers import bleu as course_bleu
 from helpers.tasks import numbers
-from helpers.checks import ALL, Hint, Passed, call, checker, choice, choices, number
+from helpers.checks import ALL, Hint, Passed, call, checker, choice, choices, exercise, number
 from helpers.tasks.reversal import BOS, EOS, PAD
 
 # --- Your turn 1: pairs -> src, tgt_in, tgt_out -----------------------------------------------
@@ -611,3 +611,9 @@ _BELOW_ANSWER = dict(
 def check_below_inputs(answer):
     """Which inputs the model trained below 100,000 translates right."""
     return choices(answer, "answer_3", BELOW_INPUTS, **_BELOW_ANSWER)
+
+
+# The exercise, for tests/test_routes.py: the reference, and an answer that borrows it.
+exercise(check_make_batch, numbers.make_batch, lambda f: lambda pairs, vocab: f(pairs, vocab),
+         lambda: (numbers.vocabulary(),))
+exercise(check_bleu, course_bleu.corpus_bleu, lambda f: lambda hyps, refs: f(hyps, refs))

@@ -3,7 +3,7 @@
 import torch.nn.functional as F
 from torch import nn
 
-from helpers.checks import FUSED_LAYER, checker
+from helpers.checks import FUSED_LAYER, checker, exercise
 from helpers.checks.encoder.common import MHA_ERRORS, NORM_ERRORS, RELU_ERRORS
 from helpers.checks.encoder.layers import (
     PRIVATE_SUBLAYERS,
@@ -113,3 +113,7 @@ def check_pre_norm(pre_norm_layer=None):
         instead="write the two sublayers yourself: x + attention of LayerNorm1(x), then the same "
                 "with the FFN and LayerNorm2.",
         tuple_hint="nn.MultiheadAttention returns (output, weights): take [0]")
+
+
+# The exercise, for tests/test_routes.py: the reference, and an answer that borrows it.
+exercise(check_pre_norm, nn.TransformerEncoderLayer.forward, lambda f: lambda x, L: f(L, x))
