@@ -15,15 +15,26 @@ Conventions every checker follows (tested in ``tests/test_checks.py``):
 - a learner's function is run by :func:`call`: on copies of its inputs, its own
   prints silenced, and a one-line hint when it raises, returns nothing or changes
   its inputs in place;
-- the reference a check compares with is not an answer: ``call(..., reference=...)``
-  runs the learner's function with that reference made unusable, and names it when
-  the function calls it, is it (assigned, ``my_f = f``), wraps it (``functools.partial``,
-  a bound method, the module itself) or holds it (a default argument, a closure cell, a
-  global name it reads). The functions of the check module itself (which build the right
-  answers) count as references too, except those the learner's function is handed. A reference
-  that is one of torch's own functions (``torch.*``, ``torch.nn.functional.*``,
-  ``torch._C._nn.*``) is also watched where every route reaches it, torch's function dispatch:
-  a module's forward, a functional form, a default argument or a partial all end there.
+- the reference a check compares with is not an answer: ``call(..., reference=...)`` names
+  it when the learner's function is it, wraps it or holds it (:func:`_borrowed`), and when it
+  runs during the call, whatever reached it (:class:`_Watch`): a Python function is known by its
+  code object and its place (file, first line, qualified name), so another module's name for it,
+  a cache or partial, a holder, a class attribute, a function rebuilt from its ``__code__`` and
+  its module reloaded or loaded again from its file all end there (a profile hook sees every
+  frame start: ``sys.setprofile``, Python 3.11 to 3.13); a package (``ALL``: sacrebleu) by its
+  folder; one of torch's own functions by name in torch's function dispatch; a family of torch's
+  operations (:class:`Ops`: every normalisation, every fused attention) also in ATen's dispatch,
+  where composites arrive as the operation they run; an object the reference built
+  (:class:`Built`: a Transformer's position table) when the function holds one. The check
+  module's own functions count as references too, except those the learner's function is handed.
+  Each function exercise registers its check with :func:`exercise` for tests/test_routes.py;
+- the check cannot be changed by the answer: :class:`_Guard` compares what the check reads
+  (helpers.checks and the check's package, and torch's, F's, math's and builtins' names) before
+  and after the learner's call, puts back a change and refuses the answer;
+- :data:`WATCH` (``COURSE_CHECK_WATCH=0``) switches the watch and the guard off, for the tests.
+
+A learner who copies the solution by hand (typed, or ``exec`` of the reference's source) is not
+stopped: that is a copy, not a route, and an answer is never refused for resembling the reference.
 """
 
 import contextlib
@@ -503,7 +514,8 @@ class _Guard:
 
     def __init__(self, modules):
         self.full = [(m.__name__, vars(m), self._state(vars(m))) for m in modules]
-        owners = [sys.modules[name] for name in self._LIBRARIES] + [torch.Tensor, torch._C.TensorBase]
+        owners = [sys.modules[name] for name in self._LIBRARIES] + [
+            cls for cls in (torch.Tensor, getattr(torch._C, "TensorBase", None)) if cls is not None]
         self.names = [(getattr(o, "__name__", str(o)), o, dict(vars(o))) for o in owners]
 
     @staticmethod
