@@ -732,4 +732,4 @@ exercise(check_greedy_decode, decoding.greedy_decode,
          lambda f: lambda model, src: (lambda ys: ys.masked_fill(   # <pad> after each row's </s>
              (ys == EOS).cumsum(1) - (ys == EOS).long() > 0, PAD))(
                  f(model, src, max_len=src.shape[1] + EXTRA)),
-         lambda: (Transformer(VOCAB, 16, 2, 32, 1, p=0.0).eval(),))
+         lambda: (reversal.load_tiny(reversal.CHECKPOINTS / reversal.TRAINED),))   # the notebook's model
