@@ -270,10 +270,10 @@ def test_switching_the_watch_off_is_refused(capsys):
     right = answers("check_sinusoidal_positions")[0]
 
     def my_sinusoidal_positions(n, d):
-        sys.setprofile(None)
+        sys.settrace(None)
         return right(n, d)
     positions.check_sinusoidal_positions(my_sinusoidal_positions)
-    assert "sys.setprofile" in capsys.readouterr().out
+    assert "sys.settrace" in capsys.readouterr().out
 
 
 def test_a_transformers_position_table_is_refused(capsys):
