@@ -461,3 +461,16 @@ def test_the_issues_other_names_are_refused(k, monkeypatch):
     monkeypatch.setattr(helpers.checks, "WATCH", False)      # right answers: the watch is what refuses
     line = run(EXERCISES[name], answer)
     assert line.startswith(PASSED), line
+
+
+def test_a_copy_of_the_source_is_not_refused(capsys):
+    """A reference's source run in a cell is a copy by hand (out of the checks' reach, as the README
+    says): the watch knows code by its object and its place, never by its likeness."""
+    import inspect
+
+    import helpers.positions
+    from helpers.checks.positions import check_sinusoidal_positions
+    namespace = {"__name__": "__main__"}
+    exec("import math, torch\n" + inspect.getsource(helpers.positions.sinusoidal_positions), namespace)
+    check_sinusoidal_positions(namespace["sinusoidal_positions"])
+    assert capsys.readouterr().out.startswith(PASSED)
