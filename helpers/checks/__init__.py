@@ -146,7 +146,7 @@ class _Watch:
     rebuilt from its __code__, its module reloaded or loaded again from its file. A trace hook
     (sys.settrace: Python 3.11 to 3.13) sees every Python frame start; it returns None, so no line
     is traced (cheaper than sys.setprofile, which also sees every call of a C function: 09's BPE
-    check, pure Python, took 1.7 times as long under the trace hook, 2.5 under a profile hook; a
+    check, pure Python, took about 1.7 times as long under the trace hook, 2 to 3 under a profile hook; a
     check whose answer spends its time in torch, barely longer). A package (ALL) is known by
     its folder. torch's own functions are watched by name in torch's function dispatch, and the
     families of :class:`Ops` there and in ATen's dispatch."""
