@@ -421,7 +421,7 @@ def test_bleu_check_blocks_the_references(capsys):
             [" ".join(x) for x in h], [[" ".join(x) for x in r]]).score
 
     for fn, name in ((via_helpers, "helpers.bleu.corpus_bleu"), (via_sacrebleu, "sacrebleu.corpus_bleu"),
-                     (via_metric, "corpus_score")):
+                     (via_metric, "sacrebleu's BLEU")):
         line = printed(capsys, check_bleu, fn)
         assert "the very reference" in line and name in line, line
 

@@ -12,7 +12,7 @@ from collections import Counter
 
 from helpers import bpe
 from helpers.tasks import numbers
-from helpers.checks import Hint, Passed, call, checker
+from helpers.checks import ALL, Hint, Passed, call, checker, exercise
 
 NAME = "my_learn_merges(texts, n_merges)"
 
@@ -197,12 +197,13 @@ def _references():
             ("learn_merges", "pair_counts", "best_pair", "merge_pair", "symbols", "word_counts",
              "subword_nmt_merges")]
     try:
+        import subword_nmt
         from subword_nmt import learn_bpe
     except ImportError:
         return refs
-    return refs + [(learn_bpe, name, f"subword_nmt's {name}") for name in
-                   ("learn_bpe", "get_pair_statistics", "replace_pair", "update_pair_statistics",
-                    "get_vocabulary")]
+    return refs + [(subword_nmt, ALL, "subword_nmt")] + [
+        (learn_bpe, name, f"subword_nmt's {name}") for name in
+        ("learn_bpe", "get_pair_statistics", "replace_pair", "update_pair_statistics", "get_vocabulary")]
 
 
 def _is_reference(fn):
@@ -343,3 +344,7 @@ def check_learn_merges(my_learn_merges):
                       "not installed here: pip install subword-nmt to compare with it).")
     return Passed("Your merges equal subword-nmt's (Sennrich's own implementation), in the same order, "
                   "on 09's training texts for 50 and 200 merges, and the course's on two small corpora.")
+
+
+# The exercise, for tests/test_routes.py: the reference, and an answer that borrows it.
+exercise(check_learn_merges, bpe.learn_merges, lambda f: lambda texts, n_merges: f(texts, n_merges))

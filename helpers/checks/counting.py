@@ -5,7 +5,7 @@ import sys
 import torch
 
 from helpers import counting
-from helpers.checks import Hint, Passed, call, checker, choice, choices, number
+from helpers.checks import Hint, Passed, call, checker, choice, choices, exercise, number
 
 PAPER_BASE = 65_000_000            # Table 3 of the paper, rounded
 
@@ -545,3 +545,8 @@ def check_gpu_share(answer=None):
             return hint
     return ("not quite: the work is 6 × parameters × tokens per step × steps, the capacity seconds × "
             "GPUs × FLOP/s per GPU; divide the first by the second (section 8).")
+
+
+# The exercise, for tests/test_routes.py: the reference, and an answer that borrows it.
+exercise(check_modern_count, counting.smollm2_params,
+         lambda f: lambda config: f(**counting.llama_sizes(config)))

@@ -11,7 +11,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from helpers.attention import MultiHeadAttention, causal_mask
-from helpers.checks import Hint, Passed, call, checker, choice, choices, number, shape
+from helpers.checks import (FUSED_ATTENTION, Hint, Passed, call, checker, choice, choices, exercise, number,
+                            shape)
 from helpers.layers import DecoderLayer
 
 EXPECTED = {
@@ -161,6 +162,7 @@ REFERENCES = [
                               "nn.TransformerDecoderLayer"),
     (MultiHeadAttention, "forward", "the course's MultiHeadAttention (helpers.attention), equal to "
                                     "nn.MultiheadAttention"),
+    FUSED_ATTENTION,     # torch._native_multi_head_attention, torch._transformer_decoder_... under any name
 ]
 
 
@@ -614,3 +616,10 @@ _DECODER_MASKS = (
 def check_decoder_masks(answer_3):
     """Question 3: which masks a decoder layer needs for this course's padded batches."""
     return choices(answer_3, "answer_3", *_DECODER_MASKS)
+
+
+# The exercise, for tests/test_routes.py: the reference, and an answer that borrows it.
+exercise(check_decoder_layer, nn.TransformerDecoderLayer.forward,
+         lambda f: lambda y, memory, src_pad, L: f(
+             L, y, memory, tgt_mask=nn.Transformer.generate_square_subsequent_mask(y.shape[1]),
+             memory_key_padding_mask=src_pad))

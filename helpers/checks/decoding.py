@@ -9,7 +9,7 @@ import torch
 
 from helpers import decoding
 from helpers.attention import additive_mask, attention, causal_mask
-from helpers.checks import Hint, Passed, call, checker, choice, close, number, tensor
+from helpers.checks import Hint, Passed, call, checker, choice, close, exercise, number, tensor
 from helpers.decoding import beam_step, length_penalty
 
 PAD = 0
@@ -766,3 +766,10 @@ def check_cache_bytes(answer_4):
     return ("Use notebook 06's count per token, 2 · N · h_kv · d_k numbers (keys and values, every decoder "
             "layer, every key-value head; in the big model every head has its own, h_kv = h = 16), times "
             "100 positions, times 4 bytes per float32 number (this notebook's section 8).")
+
+
+# The exercise, for tests/test_routes.py: the reference, and an answer that borrows it.
+exercise(check_beam_step, decoding.beam_step, lambda f: lambda *args: f(*args))
+exercise(check_cached_attention, _full_last_position,
+         lambda f: lambda q, k, v, kc, vc: (f(q, torch.cat([kc, k], 2), torch.cat([vc, v], 2)),
+                                            torch.cat([kc, k], 2), torch.cat([vc, v], 2)))

@@ -7,8 +7,8 @@ import torch.distributed as dist
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from helpers import distributed
-from helpers.checks import (Hint, Passed, _borrowed, _ReferenceCalled, blocked, call, checker, choice, close,
-                            not_answered, number)
+from helpers.checks import (Hint, Passed, _borrowed, _ReferenceCalled, _Watch, blocked, call, checker, choice,
+                            close, exercise, not_answered, number)
 from helpers.distributed import n_tokens, one_batch, token_loss
 from helpers.tasks import workers
 
@@ -511,7 +511,7 @@ def check_worker(fn):
         raise Hint("Not answered yet: write the body of my_worker and run its cell.")
     if not callable(fn) or isinstance(fn, (bool, str, torch.Tensor, type)):
         raise Hint(f"Pass your function itself (my_worker, without parentheses), not a {type(fn).__name__}.")
-    held = _borrowed(fn, WORKER_REFERENCES)
+    held = _borrowed(fn, WORKER_REFERENCES, _Watch(WORKER_REFERENCES))
     if held is not None:
         return (f"my_worker calls {held}, the very reference this check compares your answer with, so it "
                 f"checks nothing: {WORKER_INSTEAD}")
@@ -648,3 +648,6 @@ def check_ring_question(answer_3):
     return ("Each worker sends 2 · (W − 1)/W times the gradient's bytes (section 4): here W = 16 and the "
             "gradient is 4 bytes × 63,082,496 parameters.")
 
+
+# The exercise, for tests/test_routes.py: the reference, and an answer that borrows it.
+exercise(check_accumulation, distributed.accumulated_step, lambda f: lambda *args: f(*args))

@@ -12,7 +12,7 @@ from torch import nn
 
 import helpers.attention
 from helpers.attention import causal_mask, padding_mask
-from helpers.checks import Hint, Passed, call, checker, choice, not_answered, shape
+from helpers.checks import Hint, Passed, call, checker, choice, exercise, not_answered, shape
 from helpers.tasks.tickets import PAD
 
 # A finite score at or below this hides a key as well as -inf does: e^(-1e4) is 0 in float32.
@@ -607,7 +607,7 @@ def check_decoder_mask(fn):
     padding_mask(ids, pad)) on four random padded batches: padded at the end, at the start, and
     with pad = 7."""
     name = "my_decoder_mask(ids, pad)"
-    reference = [(helpers.attention, "additive_mask", "additive_mask")]
+    reference = [(helpers.attention, "additive_mask", "helpers.attention.additive_mask")]
     instead = ("combine the causal and the padding mask as booleans with |, then place -inf with "
                "masked_fill.")
     batches, got_cells, large_negative, dtypes = [], [], None, set()
@@ -731,3 +731,8 @@ _ROUTER_QUESTION = (
 def check_router_question(answer_3):
     """Question 3: which masks the router and the writer need."""
     return choice(answer_3, "answer_3", *_ROUTER_QUESTION)
+
+
+# The exercise, for tests/test_routes.py: the reference, and an answer that borrows it.
+exercise(check_decoder_mask, helpers.attention.additive_mask,
+         lambda f: lambda ids, pad: f(causal_mask(ids.shape[1]), padding_mask(ids, pad)))

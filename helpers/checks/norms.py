@@ -5,7 +5,8 @@ import math
 import torch
 
 import helpers.norms
-from helpers.checks import Hint, Passed, call, checker, choice, choices, close, number, tensor
+from helpers.checks import (NORMALISATION, Hint, Passed, call, checker, choice, choices, close, exercise,
+                            number, tensor)
 from helpers.norms import layer_norm, rms_norm
 
 
@@ -88,7 +89,9 @@ def _references(kind):
                "rms": [(torch.nn.RMSNorm, "forward", "nn.RMSNorm"), (F, "rms_norm", "F.rms_norm"),
                        (torch, "rms_norm", "torch.rms_norm"),
                        (helpers.norms, "rms_norm", "helpers.norms.rms_norm")]}[kind]
-    return [(owner, attr, label) for owner, attr, label in targets if hasattr(owner, attr)]
+    # every normalisation operation of torch too, whatever it is called (F.group_norm with one group,
+    # F.instance_norm, torch.native_layer_norm, torch.ops.aten...): each computes what the exercise asks
+    return [(owner, attr, label) for owner, attr, label in targets if hasattr(owner, attr)] + [NORMALISATION]
 
 
 def _half_hint(out, name):
@@ -331,3 +334,8 @@ def check_shortcut_factor(answer_3):
         if close(value, wrong, 0.01):
             return hint
     return "Not quite: with shortcuts each layer multiplies the gradient by 1 + F′ (section 6)."
+
+
+# The exercise, for tests/test_routes.py: the reference, and an answer that borrows it.
+exercise(check_layer_norm, helpers.norms.layer_norm, lambda f: lambda x, g, b, eps=1e-5: f(x, g, b, eps))
+exercise(check_rms_norm, helpers.norms.rms_norm, lambda f: lambda x, g, eps=1e-5: f(x, g, eps))

@@ -5,8 +5,9 @@ import re
 
 import torch
 
+import helpers.model
 import helpers.positions
-from helpers.checks import Hint, Passed, call, checker, choice, close, number, shape, tensor
+from helpers.checks import Built, Hint, Passed, call, checker, choice, close, exercise, number, shape, tensor
 from helpers.positions import sinusoidal_positions, wavelength
 
 # Answers worked by hand to 2 decimals are right, rounded (0.91, -0.42) or cut (0.90, -0.41).
@@ -177,8 +178,11 @@ def _sizes():
     return sizes
 
 
-# What check_sinusoidal_positions compares with: calling it is not an answer.
-REFERENCES = [(helpers.positions, "sinusoidal_positions", "sinusoidal_positions")]
+# What check_sinusoidal_positions compares with: calling it is not an answer, nor reading the table
+# it built for a Transformer (its position buffer pe).
+REFERENCES = [(helpers.positions, "sinusoidal_positions", "helpers.positions.sinusoidal_positions"),
+              Built(helpers.model.Transformer, "a helpers.model.Transformer, whose position table pe is "
+                                               "built by helpers.positions.sinusoidal_positions")]
 # A row of n positions meeting a row of d/2 divisors: the positions were not made a column.
 _NO_COLUMN = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
 # float16 / bfloat16 round a table built in them by up to 0.08 (50 × 64); every named mistake is
@@ -317,3 +321,7 @@ _DEFAULT_INIT_QUESTION = (
 def check_default_init_question(answer_3):
     """Question 3: what nn.Embedding's default initialisation does to the positions."""
     return choice(answer_3, "answer_3", *_DEFAULT_INIT_QUESTION)
+
+
+# The exercise, for tests/test_routes.py: the reference, and an answer that borrows it.
+exercise(check_sinusoidal_positions, helpers.positions.sinusoidal_positions, lambda f: lambda n, d: f(n, d))

@@ -11,7 +11,7 @@ from torch import nn
 
 from helpers import decoding, recipe
 from helpers.tasks import reversal
-from helpers.checks import Hint, Passed, call, checker, choice, number, tensor
+from helpers.checks import Hint, Passed, call, checker, choice, exercise, number, tensor
 from helpers.decoding import greedy_decode
 from helpers.model import Transformer
 from helpers.recipe import lrate
@@ -433,8 +433,13 @@ EXTRA = 50                   # the paper's limit: input length + 50 tokens (§6.
 
 DECODE_REFERENCE = [
     (decoding, "greedy_decode", "helpers.decoding.greedy_decode"),
+    (decoding, "_write", "helpers.decoding._write, the loop of greedy_decode"),
+    (decoding, "sample_decode", "helpers.decoding.sample_decode (greedy with top_k=1)"),
     (decoding, "beam_search", "helpers.decoding.beam_search"),
     (decoding, "beam_search_all", "helpers.decoding.beam_search_all"),
+    (decoding, "beam_search_apart", "helpers.decoding.beam_search_apart"),
+    (decoding, "search", "helpers.decoding.search"),
+    (decoding, "search_apart", "helpers.decoding.search_apart"),
     (reversal, "pad_after_eos", "helpers.tasks.reversal.pad_after_eos"),
 ]
 DECODE_INSTEAD = ("write the loop yourself: encode once, start every row from <s>, append the argmax "
@@ -722,3 +727,13 @@ _AVERAGING_QUESTION = (
 def check_averaging_question(answer_3):
     """Why averaging the last 5 checkpoints helps in this short run."""
     return choice(answer_3, "answer_3", *_AVERAGING_QUESTION)
+
+
+# The exercise, for tests/test_routes.py: the reference, and an answer that borrows it.
+exercise(check_smoothed_loss, recipe.smoothed_loss,
+         lambda f: lambda logits, target, eps_ls, pad: f(pad, eps_ls)(logits, target))
+exercise(check_greedy_decode, decoding.greedy_decode,
+         lambda f: lambda model, src: (lambda ys: ys.masked_fill(   # <pad> after each row's </s>
+             (ys == EOS).cumsum(1) - (ys == EOS).long() > 0, PAD))(
+                 f(model, src, max_len=src.shape[1] + EXTRA)),
+         lambda: (reversal.load_tiny(reversal.CHECKPOINTS / reversal.TRAINED),))   # the notebook's model

@@ -9,7 +9,7 @@ from collections import Counter
 import torch
 
 from helpers import bleu as course_bleu
-from helpers.checks import Hint, Passed, call, checker, choice, number
+from helpers.checks import Hint, Passed, call, checker, choice, exercise, number
 from helpers.checks.translation import _bleu_references
 from helpers.tasks import tatoeba
 
@@ -489,3 +489,8 @@ _BLIND_QUESTION = _plain(dict(
 def check_blind_question(answer):
     """What lets BLEU credit a right translation that no reference holds."""
     return choice(answer, "answer_3", **_BLIND_QUESTION)
+
+
+# The exercise, for tests/test_routes.py: the reference, and an answer that borrows it.
+exercise(check_split, tatoeba.split_by_english, lambda f: lambda pairs, n_test, seed: f(pairs, n_test, seed))
+exercise(check_bleu_several, course_bleu.corpus_bleu_several, lambda f: lambda hyps, refs: f(hyps, refs))

@@ -8,7 +8,7 @@ import torch
 
 from helpers import bleu as course_bleu
 from helpers.tasks import numbers
-from helpers.checks import Hint, Passed, call, checker, choice, choices, number
+from helpers.checks import ALL, Hint, Passed, call, checker, choice, choices, exercise, number
 from helpers.tasks.reversal import BOS, EOS, PAD
 
 # --- Your turn 1: pairs -> src, tgt_in, tgt_out -----------------------------------------------
@@ -126,7 +126,8 @@ def check_make_batch(my_make_batch, vocab):
     for texts in CHECK_PAIRS:
         pairs = _pairs(texts)
         out = call(my_make_batch, BATCH, pairs, vocab,
-                   reference=[(numbers, "make_batch", "helpers.tasks.numbers.make_batch")],
+                   reference=[(numbers, "make_batch", "helpers.tasks.numbers.make_batch"),
+                              (numbers, "padded", "helpers.tasks.numbers.padded")],
                    instead="build the three tensors from the pairs with vocab.encode (or vocab.stoi).")
         got = _as_three(out)
         right = numbers.make_batch(pairs, vocab)
@@ -360,17 +361,17 @@ def bleu_corpora():
 
 def _bleu_references():
     """Everything that computes BLEU, or the part of it the exercise asks for: the course's
-    helpers.bleu (all but ngrams, the counting the exercise text gives) and sacrebleu's."""
-    refs = [(course_bleu, "corpus_bleu", "helpers.bleu.corpus_bleu"),
-            (course_bleu, "bleu_parts", "helpers.bleu.bleu_parts"),
-            (course_bleu, "statistics", "helpers.bleu.statistics"),
-            (course_bleu, "brevity_penalty", "helpers.bleu.brevity_penalty"),
-            (course_bleu, "sacrebleu_score", "helpers.bleu.sacrebleu_score")]
+    helpers.bleu (all but ngrams, the counting the exercise text gives, and the tokenizer) and
+    sacrebleu (every function of its package: its private methods too)."""
+    refs = [(course_bleu, name, f"helpers.bleu.{name}")
+            for name in ("corpus_bleu", "bleu_parts", "statistics", "brevity_penalty", "sacrebleu_score",
+                         "statistics_several", "corpus_bleu_several", "closest_length")]
     try:
         import sacrebleu
         from sacrebleu.metrics import BLEU as SacreBLEU
     except ImportError:
         return refs
+    refs += [(sacrebleu, ALL, "sacrebleu")]
     refs += [(sacrebleu, name, f"sacrebleu.{name}")
              for name in ("corpus_bleu", "sentence_bleu", "raw_corpus_bleu") if hasattr(sacrebleu, name)]
     return refs + [(SacreBLEU, name, f"sacrebleu's BLEU.{name}")
@@ -612,3 +613,9 @@ _BELOW_ANSWER = dict(
 def check_below_inputs(answer):
     """Which inputs the model trained below 100,000 translates right."""
     return choices(answer, "answer_3", BELOW_INPUTS, **_BELOW_ANSWER)
+
+
+# The exercise, for tests/test_routes.py: the reference, and an answer that borrows it.
+exercise(check_make_batch, numbers.make_batch, lambda f: lambda pairs, vocab: f(pairs, vocab),
+         lambda: (numbers.vocabulary(),))
+exercise(check_bleu, course_bleu.corpus_bleu, lambda f: lambda hyps, refs: f(hyps, refs))

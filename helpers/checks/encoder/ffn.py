@@ -1,12 +1,13 @@
 """Your turn 3: the feed-forward layer, ffn(x, L)."""
 
 import re
+import types
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from helpers.checks import checker
+from helpers.checks import FUSED_LAYER, checker, exercise
 from helpers.checks.encoder.common import D_FF, RELU_ERRORS
 from helpers.checks.encoder.layers import PRIVATE_SUBLAYERS, _check_layer_function, _ffn, _identity, _norm
 from helpers.layers import EncoderLayer
@@ -69,6 +70,12 @@ def check_ffn(ffn=None):
                              (F, "conv1d", CONVOLUTION), (F, "conv2d", CONVOLUTION),
                              (torch, "convolution", CONVOLUTION), (torch, "_convolution", CONVOLUTION),
                              (nn.TransformerEncoderLayer, "_ff_block", PRIVATE_SUBLAYERS),
-                             (EncoderLayer, "ffn", "helpers.layers.EncoderLayer.ffn")],
+                             (EncoderLayer, "ffn", "helpers.layers.EncoderLayer.ffn"), FUSED_LAYER],
         instead="write the products yourself, x @ L.linear1.weight.T + L.linear1.bias, and the "
                 "same with L.linear2.")
+
+
+# The exercise, for tests/test_routes.py: the reference, and an answer that borrows it.
+exercise(check_ffn, EncoderLayer.ffn, lambda f: lambda x, L: f(types.SimpleNamespace(
+    linear1=lambda t: t @ L.linear1.weight.T + L.linear1.bias, activation=torch.relu,
+    linear2=lambda t: t @ L.linear2.weight.T + L.linear2.bias), x))

@@ -3,7 +3,7 @@
 import torch
 
 import helpers.attention
-from helpers.checks import Hint, checker, close, tensor
+from helpers.checks import Hint, checker, close, exercise, tensor
 from helpers.checks.encoder.common import SLIP_ERRORS, _full_precision, _run
 
 
@@ -191,3 +191,8 @@ def check_split_merge(my_split_heads=None, my_merge_heads=None):
         if hint:
             return hint
     return None
+
+
+# The exercise, for tests/test_routes.py: the reference, and an answer that borrows it.
+exercise(check_split_merge, helpers.attention.split_heads,
+         lambda f: (lambda t, h: f(t, h), lambda t: t.transpose(1, 2).flatten(2)))

@@ -3,7 +3,7 @@
 import torch.nn.functional as F
 from torch import nn
 
-from helpers.checks import checker
+from helpers.checks import FUSED_LAYER, checker, exercise
 from helpers.checks.encoder.common import MHA_ERRORS, NORM_ERRORS, RELU_ERRORS
 from helpers.checks.encoder.layers import (
     PRIVATE_SUBLAYERS,
@@ -108,7 +108,12 @@ def check_pre_norm(pre_norm_layer=None):
                              (nn.TransformerEncoderLayer, "_ff_block", PRIVATE_SUBLAYERS),
                              (EncoderLayer, "forward", "the course's EncoderLayer (helpers.layers), "
                                                        "equal to nn.TransformerEncoderLayer"),
-                             (EncoderLayer, "ffn", "helpers.layers.EncoderLayer.ffn")],
+                             (EncoderLayer, "ffn", "helpers.layers.EncoderLayer.ffn"),
+                             FUSED_LAYER],           # torch._transformer_encoder_layer_fwd
         instead="write the two sublayers yourself: x + attention of LayerNorm1(x), then the same "
                 "with the FFN and LayerNorm2.",
         tuple_hint="nn.MultiheadAttention returns (output, weights): take [0]")
+
+
+# The exercise, for tests/test_routes.py: the reference, and an answer that borrows it.
+exercise(check_pre_norm, nn.TransformerEncoderLayer.forward, lambda f: lambda x, L: f(L, x))

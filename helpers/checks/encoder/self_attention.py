@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import helpers.attention
-from helpers.checks import Hint, checker, close, tensor
+from helpers.checks import FUSED_ATTENTION, Hint, checker, close, exercise, tensor
 from helpers.checks.encoder.common import KT_ERRORS, SLIP_ERRORS, VIEW_ERRORS, _full_precision, _match, _run
 from helpers.checks.encoder.heads import INTERLEAVED_HINT, _merge, _split
 
@@ -142,6 +142,7 @@ SA_REFERENCE = [
     (helpers.attention, "split_heads", "helpers.attention.split_heads"),
     (helpers.attention, "merge_heads", "helpers.attention.merge_heads"),
     (helpers.attention, "attention", "helpers.attention.attention"),
+    FUSED_ATTENTION,          # torch._native_multi_head_attention, the fast path of nn.MultiheadAttention
 ]
 SA_INSTEAD = ("write the steps yourself with @, view or reshape, transpose and torch.softmax "
               "(your my_split_heads and my_merge_heads of Your turn 1 are welcome).")
@@ -186,3 +187,10 @@ def check_self_attention(my_self_attention=None):
                 "heads (b, h, n, d_k), softmax(Q Kᵀ / √d_k) over the keys, times V, join the heads "
                 "back to (b, n, d_model), times W_O.")
     return None
+
+
+# The exercise, for tests/test_routes.py: the reference, and an answer that borrows it.
+exercise(check_self_attention, helpers.attention.attention,
+         lambda f: lambda x, W_Q, W_K, W_V, W_O, h: f(*(
+             (x @ W).unflatten(-1, (h, -1)).transpose(1, 2) for W in (W_Q, W_K, W_V))
+         )[0].transpose(1, 2).flatten(2) @ W_O)
