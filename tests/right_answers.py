@@ -20,6 +20,15 @@ from helpers.tasks.numbers import BOS, EOS, PAD
 """
 
 ANSWERS = {
+    "check_attention": ["""
+def answer(Q, K, V):
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    return torch.softmax(scores, dim=-1) @ V
+""", """
+def answer(Q, K, V):
+    weights = (torch.einsum("...qd,...kd->...qk", Q, K) * Q.shape[-1] ** -0.5).softmax(-1)
+    return torch.einsum("...qk,...kv->...qv", weights, V)
+"""],
     "check_sinusoidal_positions": ["""
 def answer(n, d):
     pos = torch.arange(n, dtype=torch.float).unsqueeze(1)

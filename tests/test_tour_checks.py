@@ -144,3 +144,15 @@ def test_the_heads_answer_is_what_the_model_counts():
     from helpers.counting import count
     from helpers.model import Transformer
     assert count(Transformer(13, 64, 4, 256, 2)) == count(Transformer(13, 64, 8, 256, 2))
+
+
+@pytest.mark.parametrize("op", [
+    lambda Q, K, V: torch.ops.aten.scaled_dot_product_attention(Q, K, V),
+    lambda Q, K, V: torch.ops.aten._scaled_dot_product_attention_math(Q, K, V)[0],
+    lambda Q, K, V: torch._C._nn.scaled_dot_product_attention(Q, K, V),
+])
+def test_torchs_scaled_dot_product_under_another_name_is_refused(op, capsys):
+    def my_attention(Q, K, V):
+        return op(Q, K, V)
+    out = printed(capsys, check_attention, my_attention)
+    assert not out.startswith(PASSED) and "scaled" in out and "dot" in out, out

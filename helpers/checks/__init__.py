@@ -95,6 +95,7 @@ class Ops:
 NORMALISATION = Ops(r"(layer|group|instance|batch|rms)_norm", "a normalisation")
 FUSED_ATTENTION = Ops(r"multi_head_attention|_transformer_(encoder|decoder)", "a fused attention")
 FUSED_LAYER = Ops(r"_transformer_(encoder|decoder)", "a fused Transformer layer")
+SCALED_DOT_PRODUCT = Ops(r"scaled_dot_product", "a scaled dot-product attention")
 
 
 class Built:

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import helpers.attention
-from helpers.checks import Hint, call, checker, choice, close, tensor
+from helpers.checks import SCALED_DOT_PRODUCT, Hint, call, checker, choice, close, exercise, tensor
 
 NAME = "my_attention(Q, K, V)"
 # seed, leading axes (batch, heads or batch alone), queries, keys, d_k, d_v: other sizes than the text's
@@ -18,6 +18,7 @@ REFERENCE = [
     (F, "scaled_dot_product_attention", "F.scaled_dot_product_attention"),
     (F, "multi_head_attention_forward", "F.multi_head_attention_forward"),
     (nn.MultiheadAttention, "forward", "nn.MultiheadAttention"),
+    SCALED_DOT_PRODUCT,
 ]
 INSTEAD = "write the line yourself with @, .transpose(-2, -1), math.sqrt and torch.softmax."
 
@@ -91,6 +92,9 @@ def check_attention(my_attention=None):
         return ("Not softmax(Q Kᵀ / √d_k) V yet: the scores Q Kᵀ (every query against every key), "
                 "divided by √d_k, a softmax over the keys (the last axis), then times V.")
     return None
+
+
+exercise(check_attention, helpers.attention.attention, lambda f: lambda Q, K, V: f(Q, K, V)[0])
 
 
 # --- Check your understanding ------------------------------------------------------------------
