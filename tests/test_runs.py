@@ -67,3 +67,10 @@ def test_a_queue_skips_what_is_finished_or_taken(tmp_path):
     runs.work_down(["a_s0", "a_s1", "a_s2", "b_x_s3"], lambda v, s: ran.append((v, s)), states, out)
     assert ran == [("a", 1), ("b_x", 3)]
     assert (states / "a_s1" / "done").exists() and not (states / "a_s1" / "lock").exists()
+
+
+def test_a_milestone_row_in_one_line():
+    part = {"perplexity": 6.5, "greedy": {"bleu_all": 30.0}, "beam": {"bleu_all": 33.5}}
+    line = runs.summary({"step": 500, "minutes": 1.5, "last": part, "averaged": part})
+    assert line == ('{"step": 500, "minutes": 1.5, "last": {"ppl": 6.5, "greedy": 30.0, "beam": 33.5}, '
+                    '"averaged": {"ppl": 6.5, "greedy": 30.0, "beam": 33.5}}')

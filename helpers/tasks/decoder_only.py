@@ -35,7 +35,7 @@ from helpers.distributed import token_batches
 from helpers.recipe import adam_with_warmup, cross_entropy, smoothed_loss
 from helpers.recipe import train_step as recipe_train_step
 from helpers.tasks import tatoeba
-from helpers.tasks.runs import train_resumable, work_down
+from helpers.tasks.runs import summary, train_resumable, work_down
 from helpers.vocabulary import BOS, EOS, PAD
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -237,10 +237,7 @@ def run_variant(variant, seed, steps=STEPS, threads=1, states=RUN_STATES, out=RU
                "last": decodings(last, pieces, dev, variant, text),
                "averaged": decodings(averaged, pieces, dev, variant, text)}
         if progress:
-            print(name, done, json.dumps({k: (v if k in ("step", "minutes") else
-                                              {"ppl": v["perplexity"], "greedy": v["greedy"]["bleu_all"],
-                                               "beam": v["beam"]["bleu_all"]}) for k, v in row.items()}),
-                  flush=True)
+            print(name, done, summary(row), flush=True)
         return row
 
     rows, _, losses, seconds = train_resumable(

@@ -13,6 +13,7 @@ working down the same list of runs never train the same one; ``work_down(names, 
 is such a command's loop.
 """
 
+import json
 import os
 import pathlib
 import time
@@ -66,6 +67,14 @@ def work_down(names, run, states, out):
             print(f"{name}: done in {(time.time() - start) / 60:.1f} min", flush=True)
         finally:
             release(folder, finished)
+
+
+def summary(row):
+    """A milestone row's numbers in one line: step, minutes, and for the last and the averaged
+    weights the perplexity and the greedy and beam BLEU."""
+    return json.dumps({k: (v if k in ("step", "minutes") else
+                           {"ppl": v["perplexity"], "greedy": v["greedy"]["bleu_all"],
+                            "beam": v["beam"]["bleu_all"]}) for k, v in row.items()})
 
 
 def train_resumable(folder, model, opt, sched, step, next_batch, generator, steps, every=100,

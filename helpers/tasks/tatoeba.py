@@ -51,7 +51,7 @@ from helpers.distributed import token_batches
 from helpers.model import Transformer
 from helpers.recipe import adam_with_warmup, cross_entropy, smoothed_loss, train_step
 from helpers.tasks import numbers
-from helpers.tasks.runs import train_resumable, work_down
+from helpers.tasks.runs import summary, train_resumable, work_down
 from helpers.vocabulary import EOS, PAD, Vocabulary
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -406,10 +406,7 @@ def run_variant(variant, seed, steps=STEPS, threads=1, states=RUN_STATES, out=RU
         row = {"step": done, "minutes": seconds / 60,
                "last": decodings(last, pieces, dev, cfg["p"], text),
                "averaged": decodings(averaged, pieces, dev, cfg["p"], text)}
-        print(name, done, json.dumps({k: (v if k in ("step", "minutes") else
-                                          {"ppl": v["perplexity"], "greedy": v["greedy"]["bleu_all"],
-                                           "beam": v["beam"]["bleu_all"]}) for k, v in row.items()}),
-              flush=True)
+        print(name, done, summary(row), flush=True)
         return row
 
     rows, averaged, losses, seconds = train_resumable(
