@@ -163,7 +163,7 @@ def _mask(out, batch, n):
         raise Hint(f"Your mask should have shape (batch, n, n), one (n, n) grid of queries × keys per row; "
                    f"got {shape} for a batch of {batch} rows of width n = {n}.")
     if out.dtype != torch.bool:
-        if out.is_floating_point() and bool(torch.isinf(out).any()):
+        if out.is_floating_point() and bool((out == float("-inf")).any()):
             raise Hint("An additive mask (0 and -inf) where a boolean one is asked: return True where a "
                        "key is hidden and False where it may be read (the model places the -inf itself).")
         raise Hint(f"Your mask is {str(out.dtype).removeprefix('torch.')}: return booleans (torch.bool), "
