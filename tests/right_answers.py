@@ -231,7 +231,8 @@ def answer(ids, pad):
 def answer(src_lengths, n, padding=None):
     i = torch.arange(n)[:, None]
     j = torch.arange(n)[None, :]
-    hidden = (j > i) & (j > src_lengths[:, None, None])
+    after_prefix = j > src_lengths[:, None, None]
+    hidden = (j > i) & after_prefix
     if padding is not None:
         hidden = hidden | padding[:, None, :]
     return hidden

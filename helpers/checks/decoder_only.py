@@ -44,10 +44,10 @@ SEPARATOR_AFTER = (
     "read the first target piece, which the separator is trained to predict. The prefix ends at <s>, "
     "position src_lengths[b]: keys j <= src_lengths[b], not j <= src_lengths[b] + 1.")
 PADDING_VISIBLE = (
-    "Padding left visible: your mask lets the padding positions read the padding keys. The real "
-    "positions come before the padding, so the causal part already hides it from them; but a mask is "
-    "read by every query (decoding with a cache appends new pieces after a shorter source's padding): "
-    "hide the keys where padding is True, for every query, padding[:, None, :], when padding is given.")
+    "Padding left visible: your mask lets the padding positions read the padding keys. With the padding "
+    "at the end of each row, the causal part already hides it from the real positions, but not wherever "
+    "padding sits (decoding with a cache writes new pieces after a shorter source's padding): hide the "
+    "keys where padding is True, for every query, padding[:, None, :], when padding is given.")
 PADDING_ON_QUERIES = (
     "The padding is hidden on the queries' axis (rows): a padding row then has no key left to read "
     "(softmax of nothing but -inf gives nan). Hide the padding keys, the columns, for every query: "
