@@ -227,6 +227,26 @@ def answer(ids, pad):
     visible = torch.tril(torch.ones(n, n, dtype=torch.bool)) & (ids != pad)[:, None, None, :]
     return torch.where(visible, 0.0, float("-inf"))
 """],
+    "check_prefix_lm_mask": ["""
+def answer(src_lengths, n, padding=None):
+    i = torch.arange(n)[:, None]
+    j = torch.arange(n)[None, :]
+    after_prefix = j > src_lengths[:, None, None]
+    hidden = (j > i) & after_prefix
+    if padding is not None:
+        hidden = hidden | padding[:, None, :]
+    return hidden
+""", """
+def answer(src_lengths, n, padding=None):
+    rows = []
+    for b, m in enumerate(src_lengths.tolist()):
+        hidden = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+        hidden[:, :m + 1] = False
+        if padding is not None:
+            hidden[:, padding[b]] = True
+        rows.append(hidden)
+    return torch.stack(rows)
+"""],
     "check_beam_step": ["""
 def answer(log_p, lengths, finished, next_log_probs, alpha):
     batch, n_beam, vocab = next_log_probs.shape
