@@ -705,6 +705,8 @@ text-transform:uppercase;font-size:11px;letter-spacing:.04em}
 #ID table.tx-weights td{background:rgba(var(--tx-heat),var(--w,0));min-width:2.6em;text-align:center}
 #ID table.tx-weights td.tx-hi{color:#fff}
 #ID table.tx-mask td{min-width:1.6em;padding:1px 3px;text-align:center}
+#ID table.tx-mask td:not(.tx-masked){background:rgba(var(--tx-heat),.2)}
+#ID th[scope=colgroup]{text-align:center}
 #ID colgroup.tx-src{border-left:3px solid rgb(var(--tx-src));border-right:3px solid rgb(var(--tx-src))}
 #ID th.tx-src{box-shadow:inset 0 -3px 0 rgb(var(--tx-src))}
 #ID .tx-share{font-weight:600;border-left:3px double var(--tx-line)}
