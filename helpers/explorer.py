@@ -1,17 +1,22 @@
-"""The explorer: one input followed through a trained encoder–decoder, step by step.
+"""The explorer: one input followed through a trained model, step by step.
 
-- ``explore(model, "c a b e d")``: notebook 05's 14 steps (input, encoder, decoder, output) on
-  the letters' 13 tokens, or on another vocabulary (``vocab=``, ``tokenize=``).
-- ``explore_translation(model, text, vocab, ...)``: a translation's steps: its pieces, the memory,
-  the cross-attention of every layer and head, the next piece and its top candidates, and, with
-  ``beam=k``, the beam's choices.
+- ``explore(model, "c a b e d")``: notebook 05's 14 steps (input, encoder, decoder, output) of an
+  encoder–decoder on the letters' 13 tokens, or on another vocabulary (``vocab=``, ``tokenize=``).
+- ``explore_translation(model, text, vocab, ...)``: a translation's steps. For an encoder–decoder
+  (helpers.model.Transformer): its pieces, the memory, the cross-attention of every layer and head.
+  For a decoder-only model (helpers.decoder_only.DecoderOnly): the one sequence (source, <s>,
+  target, positions continuing), its mask (prefix or causal LM), the self-attention of every target
+  position over the whole sequence in every block and head (the source's columns apart, their
+  share printed), that share block by block. Then, for both, the next piece and its top candidates
+  and, with ``beam=k``, the beam's choices.
 
-Both decode with ``helpers.decoding``, run the model once on what it wrote (forward hooks keep
-what each step shows) and return an ``Explorer``: ``.steps`` is the data (numbers rounded here),
-``.tensors`` the unrounded tensors, and Jupyter shows it as one self-contained HTML output: every
-step as plain HTML (what a reader without JavaScript sees), the data as JSON, and a small script
-that turns it into a stepper (Previous / Next, a slider, the four phases, the ← → keys, the step
-in the address: ``#ID-step-12``).
+Both decode as the model's own module does (``helpers.decoding``, or ``helpers.decoder_only`` with
+its cache), run the model once on what it wrote (forward hooks keep what each step shows) and
+return an ``Explorer``: ``.steps`` is the data (numbers rounded here), ``.tensors`` the unrounded
+tensors, and Jupyter shows it as one self-contained HTML output: every step as plain HTML (what a
+reader without JavaScript sees), the data as JSON, and a small script that turns it into a stepper
+(Previous / Next, a slider, the four phases, the ← → keys, the step in the address:
+``#ID-step-12``).
 """
 
 import contextlib
