@@ -709,7 +709,8 @@ text-transform:uppercase;font-size:11px;letter-spacing:.04em}
 #ID table.tx-text td{text-align:left}
 #ID table.tx-weights td{background:rgba(var(--tx-heat),var(--w,0));min-width:2.6em;text-align:center}
 #ID table.tx-weights td.tx-hi{color:#fff}
-#ID table.tx-mask td{min-width:1.6em;padding:1px 3px;text-align:center}
+#ID table.tx-mask{font-size:12px}
+#ID table.tx-mask td{min-width:1.5em;padding:1px 2px;text-align:center}
 #ID table.tx-mask td:not(.tx-masked){background:rgba(var(--tx-heat),.2)}
 #ID th[scope=colgroup]{text-align:center}
 #ID colgroup.tx-src{border-left:3px solid rgb(var(--tx-src));border-right:3px solid rgb(var(--tx-src))}
