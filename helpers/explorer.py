@@ -348,7 +348,7 @@ def explore(model, source="c a b e d", vocab=None, tokenize=None, title=None):
 
 @torch.no_grad()
 def explore_translation(model, source, vocab, tokenize=None, detokenize=None, beam=None, title=None,
-                        extra=50):
+                        extra=50, heads=True):
     """A translation's steps, for an encoder–decoder (helpers.model.Transformer) or a decoder-only
     model (helpers.decoder_only.DecoderOnly).
 
@@ -359,8 +359,10 @@ def explore_translation(model, source, vocab, tokenize=None, detokenize=None, be
     columns apart, their share printed) and that share layer by layer. Then, for both, the next
     piece and its top candidates; with beam=k the model follows beam search's best hypothesis (k
     beams, α 0.6) and two steps show the beam's choices. At most len(source) + extra pieces are
-    written. vocab and tokenize as for explore (notebook 11's pieces object is both); detokenize:
-    written tokens -> text (default: pieces joined, else tokens with spaces)."""
+    written; heads=False leaves out each head's grid (the mean of the heads stays: a smaller page,
+    since a decoder-only model's grids grow with the square of the sequence). vocab and tokenize as
+    for explore (notebook 11's pieces object is both); detokenize: written tokens -> text (default:
+    pieces joined, else tokens with spaces)."""
     with _evaluating(model):
         got = _decoded(model, source, vocab, tokenize, detokenize, beam, extra)
         run = (_StackRun if _is_decoder_only(model) else _Run)(model, got.src, got.tgt_in)
@@ -370,11 +372,11 @@ def explore_translation(model, source, vocab, tokenize=None, detokenize=None, be
     got.writes = [_show(itos[i]) for i in written]
     got.rows = [f"{r} → {w}" for r, w in zip(got.reads, got.writes, strict=True)]
     if _is_decoder_only(model):
-        steps = _one_stack_steps(model, got, run)
+        steps = _one_stack_steps(model, got, run, heads)
         tensors = {"sequence": run.ids, "mask": run.hidden, "self-attention": run.weights,
                    "source share": run.share, "logits": run.logits}
     else:
-        steps = _two_stack_steps(model, got, run)
+        steps = _two_stack_steps(model, got, run, heads)
         tensors = {"source": got.src, "memory": run.kept["memory"], "decoder input": got.tgt_in,
                    "cross-attention": run.cross, "logits": run.logits}
     steps += _output_steps(got, run.logits[0].softmax(-1), beam)
@@ -394,7 +396,7 @@ def _cut(got):
             "tokens)" + ("; _ marks the end of a word." if marks else "."))
 
 
-def _two_stack_steps(model, got, run):
+def _two_stack_steps(model, got, run, heads=True):
     """The encoder–decoder's steps: the pieces, the memory, what the decoder reads, every
     cross-attention grid."""
     h, d = model.encoder_layers[0].self_attn.h, model.d
@@ -413,7 +415,7 @@ def _two_stack_steps(model, got, run):
               _table(got.reads, ["position", "id"], _positions(got.tgt_in[0].tolist()), "text")),
     ]
     for layer, w in enumerate(run.cross, start=1):
-        for head in [None, *range(h)]:
+        for head in [None, *range(h)] if heads else [None]:
             grid = w[0].mean(0) if head is None else w[0, head]
             r, c = divmod(int(grid.argmax()), grid.shape[1])
             name = f"mean of {h} heads" if head is None else f"head {head + 1}"
@@ -450,7 +452,7 @@ class _StackRun:
         self.share = torch.stack([w[0].mean(0)[n:, :n].sum(-1) for w in self.weights], dim=1)
 
 
-def _one_stack_steps(model, got, run):
+def _one_stack_steps(model, got, run, heads=True):
     """The decoder-only model's steps: the one sequence, the mask, every block's self-attention of
     the target positions (the source's columns apart), the source's share layer by layer."""
     n, big_n = len(got.ids), run.ids.shape[1]
@@ -482,7 +484,7 @@ def _one_stack_steps(model, got, run):
                      "rows read, columns are read (by position)", 0) | {"source": n}),
     ]
     for layer, w in enumerate(run.weights, start=1):
-        for head in [None, *range(h)]:
+        for head in [None, *range(h)] if heads else [None]:
             grid = (w[0].mean(0) if head is None else w[0, head])[n:]
             share = grid[:, :n].sum(-1)
             r, c = divmod(int(grid.argmax()), grid.shape[1])

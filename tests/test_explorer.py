@@ -331,6 +331,10 @@ def test_decoder_only_numbers_are_the_models(stack_models, prefix, beam):
         assert ranking[0][0].startswith(" ".join(LETTERS[i] for i in written if i > EOS))
     assert ex.steps[-1]["title"] == "the translation"
     assert len(ex.html().encode()) < LIMIT
+    means = explore_translation(model, STACK_SOURCE, LETTERS, beam=beam, extra=EXTRA, heads=False)
+    assert [x for x in means.steps if x["title"].startswith("self-attention")] == \
+        [{**x, "n": x["n"] - i * h} for i, x in enumerate(grids[:: h + 1])]   # the means alone
+    assert len(means.html()) < len(ex.html())
 
 
 def test_decoder_only_on_real_pieces(tatoeba_model):
