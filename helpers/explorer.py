@@ -1,27 +1,35 @@
-"""The explorer: one input followed through a trained encoder–decoder, step by step.
+"""The explorer: one input followed through a trained model, step by step.
 
-- ``explore(model, "c a b e d")``: notebook 05's 14 steps (input, encoder, decoder, output) on
-  the letters' 13 tokens, or on another vocabulary (``vocab=``, ``tokenize=``).
-- ``explore_translation(model, text, vocab, ...)``: a translation's steps: its pieces, the memory,
-  the cross-attention of every layer and head, the next piece and its top candidates, and, with
-  ``beam=k``, the beam's choices.
+- ``explore(model, "c a b e d")``: notebook 05's 14 steps (input, encoder, decoder, output) of an
+  encoder–decoder on the letters' 13 tokens, or on another vocabulary (``vocab=``, ``tokenize=``).
+- ``explore_translation(model, text, vocab, ...)``: a translation's steps. For an encoder–decoder
+  (helpers.model.Transformer): its pieces, the memory, the cross-attention of every layer and head.
+  For a decoder-only model (helpers.decoder_only.DecoderOnly): the one sequence (source, <s>,
+  target, positions continuing), its mask (prefix or causal LM), the self-attention of every target
+  position over the whole sequence in every block and head (the source's columns apart, their
+  share printed), that share block by block. Then, for both, the next piece and its top candidates
+  and, with ``beam=k``, the beam's choices.
 
-Both decode with ``helpers.decoding``, run the model once on what it wrote (forward hooks keep
-what each step shows) and return an ``Explorer``: ``.steps`` is the data (numbers rounded here),
-``.tensors`` the unrounded tensors, and Jupyter shows it as one self-contained HTML output: every
-step as plain HTML (what a reader without JavaScript sees), the data as JSON, and a small script
-that turns it into a stepper (Previous / Next, a slider, the four phases, the ← → keys, the step
-in the address: ``#ID-step-12``).
+Both decode as the model's own module does (``helpers.decoding``, or ``helpers.decoder_only`` with
+its cache), run the model once on what it wrote (forward hooks keep what each step shows) and
+return an ``Explorer``: ``.steps`` is the data (numbers rounded here), ``.tensors`` the unrounded
+tensors, and Jupyter shows it as one self-contained HTML output: every step as plain HTML (what a
+reader without JavaScript sees), the data as JSON, and a small script that turns it into a stepper
+(Previous / Next, a slider, the four phases, the ← → keys, the step in the address:
+``#ID-step-12``).
 """
 
+import contextlib
 import hashlib
 import html
 import itertools
 import json
 import math
+from types import SimpleNamespace
 
 import torch
 
+from helpers import decoder_only
 from helpers.bpe import END, Segmenter
 from helpers.decoding import greedy_decode, search
 from helpers.vocabulary import BOS, EOS, SPECIALS
@@ -71,28 +79,80 @@ def _round(t, digits):
         [_round(row, digits) for row in t]
 
 
-def _written(model, src, beam, alpha=0.6):
-    """What the model writes for src (1, n): greedy, or the best of a beam search whose every
-    step is kept (the k hypotheses and their log P)."""
-    limit = src.shape[1] + 50
+def _is_decoder_only(model):
+    return isinstance(model, decoder_only.DecoderOnly)
+
+
+def _written(model, src, beam, extra=50, alpha=0.6):
+    """What the model writes for src (1, n), at most n + extra pieces: greedy, or the best of a
+    beam search whose every step is kept (the k hypotheses). Each kind of model decodes with its
+    own functions (a decoder-only model with helpers.decoder_only's cache)."""
+    limit = src.shape[1] + extra
+    one_stack = _is_decoder_only(model)
     if not beam:
-        out = greedy_decode(model, src, max_len=limit)[0].tolist()[1:]
+        greedy = decoder_only.greedy_decode if one_stack else greedy_decode
+        out = greedy(model, src, max_len=limit)[0].tolist()[1:]
         return out[: out.index(EOS) + 1] if EOS in out else out, None
-    memory = model.encode(src)
-    steps = []
+    steps, reorder = [], None
+    if one_stack:                  # as helpers.decoder_only.beam_search: the prefix once, then the cache
+        first, cache = decoder_only.start(model, src)
+        cache.reorder(torch.zeros(beam, dtype=torch.long))
+        first, reorder = first.repeat(beam, 1).log_softmax(-1), cache.reorder
+
+        def log_probs(ys):
+            return first if ys.shape[1] == 1 else decoder_only.step(model, ys[:, -1], cache).log_softmax(-1)
+    else:
+        memory = model.encode(src)
+
+        def log_probs(ys):
+            rows = ys.shape[0]
+            return model.decode(ys, memory.expand(rows, -1, -1), src.expand(rows, -1))[:, -1].log_softmax(-1)
 
     def next_log_probs(ys):
-        log_probs = model.decode(ys, memory.expand(ys.shape[0], -1, -1), src.expand(ys.shape[0], -1))
-        log_probs = log_probs[:, -1].log_softmax(-1)
         if ys.shape[1] > 1:
             steps.append(ys.clone())
-        return log_probs
+        return log_probs(ys)
 
-    result = search(next_log_probs, 1, beam, torch.tensor([limit]), alpha, pad=model.pad)
+    result = search(next_log_probs, 1, beam, torch.tensor([limit]), alpha, reorder, pad=model.pad)
     steps.append(result["tokens"][0])
     best = result["tokens"][0, 0].tolist()[1:]
     best = best[: best.index(EOS) + 1] if EOS in best else best
     return best, {"steps": steps, "result": result}
+
+
+def _teacher_forced(model, src, ys):
+    """The logits (rows, t, vocab) of ys[:, 1:] after src, ys (rows, 1 + t) starting with <s>:
+    one pass of the model on what it reads (the decoder's input, or the one sequence)."""
+    rows, n = ys.shape[0], src.shape[1]
+    if _is_decoder_only(model):
+        ids = torch.cat([src.expand(rows, -1), ys[:, :-1]], dim=1)
+        return model(ids, torch.full((rows,), n))[:, n:]
+    return model(src.expand(rows, -1), ys[:, :-1])
+
+
+@contextlib.contextmanager
+def _evaluating(model):
+    """The model in eval mode inside the block, and its mode given back after."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
+
+
+def _decoded(model, source, vocab, tokenize, detokenize=None, beam=None, extra=50):
+    """What every explorer starts from (in eval mode): the vocabulary, the source's ids, what the
+    model writes, what its decoder reads (tgt_in: <s> and the written pieces but the last) and,
+    with beam, the log P of the hypotheses kept at each step."""
+    itos, stoi, tokenize, text_of = _vocabulary(vocab, tokenize, detokenize)
+    ids = _ids(source, itos, stoi, tokenize)
+    src = torch.tensor([ids])
+    written, beams = _written(model, src, beam, extra)
+    if beams:
+        beams["log_p"] = [_log_p(model, src, ys) for ys in beams["steps"]]
+    return SimpleNamespace(itos=itos, text_of=text_of, ids=ids, src=src, written=written, beams=beams,
+                           tgt_in=torch.tensor([[BOS, *written[:-1]]]))
 
 
 class _Run:
@@ -143,10 +203,12 @@ def _table(rows, cols, cells, kind="numbers", label="", digits=3, click=False):
     return table
 
 
-def _weights(w, rows, cols, label, click=False):
-    """An attention grid: weights rounded to 2 decimals, None where the mask hides a cell."""
-    cells = [[None if math.isinf(s) else round(float(v), 2) for v, s in zip(r, m, strict=True)]
-             for r, m in zip(w.tolist(), w.log().tolist(), strict=True)]
+def _weights(w, rows, cols, label, click=False, hidden=None):
+    """An attention grid: weights rounded to 2 decimals, None where the mask hides a cell (hidden,
+    True where hidden; by default where a weight is exactly 0)."""
+    hidden = (w == 0) if hidden is None else hidden
+    cells = [[None if m else round(float(v), 2) for v, m in zip(r, hm, strict=True)]
+             for r, hm in zip(w.tolist(), hidden.tolist(), strict=True)]
     return _table(rows, cols, cells, "weights", label, 2, click)
 
 
@@ -178,17 +240,10 @@ def explore(model, source="c a b e d", vocab=None, tokenize=None, title=None):
 
     vocab: the id -> token list (default: the letters' 13 tokens), or a Vocabulary; tokenize: text
     -> tokens (default: split at spaces). The decoder reads <s> and what greedy decoding writes."""
-    itos, stoi, tokenize, _ = _vocabulary(vocab, tokenize)
-    was_training = model.training
-    model.eval()
-    try:
-        ids = _ids(source, itos, stoi, tokenize)
-        src = torch.tensor([ids])
-        written, _ = _written(model, src, None)
-        tgt_in = torch.tensor([[BOS, *written[:-1]]])
-        run = _Run(model, src, tgt_in)
-    finally:
-        model.train(was_training)
+    with _evaluating(model):
+        got = _decoded(model, source, vocab, tokenize)
+        run = _Run(model, got.src, got.tgt_in)
+    itos, ids, src, written, tgt_in = got.itos, got.ids, got.src, got.written, got.tgt_in
     d, n = model.d, len(ids)
     h, n_layers = model.encoder_layers[0].self_attn.h, len(model.encoder_layers)
     k = run.kept
@@ -292,91 +347,197 @@ def explore(model, source="c a b e d", vocab=None, tokenize=None, title=None):
 
 
 @torch.no_grad()
-def explore_translation(model, source, vocab, tokenize=None, detokenize=None, beam=None, title=None):
-    """A translation's steps: source (text or tokens) -> pieces, memory, the cross-attention of every
-    decoder layer (mean of the heads, then each head), the next piece and its top candidates; with
-    beam=k the decoder follows beam search's best hypothesis (k beams, α 0.6) and two steps show
-    the beam's choices. vocab and tokenize as for explore (notebook 11's pieces object is both);
-    detokenize: written tokens -> text (default: pieces joined, else tokens with spaces)."""
-    itos, stoi, tokenize, text_of = _vocabulary(vocab, tokenize, detokenize)
-    was_training = model.training
-    model.eval()
-    try:
-        ids = _ids(source, itos, stoi, tokenize)
-        src = torch.tensor([ids])
-        written, beams = _written(model, src, beam)
-        tgt_in = torch.tensor([[BOS, *written[:-1]]])
-        run = _Run(model, src, tgt_in)
-        if beams:
-            beams["log_p"] = [_log_p(model, src, ys) for ys in beams["steps"]]
-    finally:
-        model.train(was_training)
-    h, d = model.encoder_layers[0].self_attn.h, model.d
-    toks = [_show(itos[i]) for i in ids]
-    reads = [_show(itos[i]) for i in tgt_in[0].tolist()]
-    writes = [_show(itos[i]) for i in written]
-    rows = [f"{r} → {w}" for r, w in zip(reads, writes, strict=True)]
-    english = source if isinstance(source, str) else text_of(ids)
-    french = text_of(written)
-    memory, probs = run.kept["memory"][0], run.logits[0].softmax(-1)
-    steps = [
-        _step("input", "the source's pieces", src.shape,
-              f'"{english}" cut into {len(ids)} tokens of the shared vocabulary ({len(itos)} tokens)'
-              + ("; _ marks the end of a word." if any(itos[i].endswith(END) for i in ids) else "."),
-              _table(toks, ["position", "id"], _positions(ids), "text")),
-        _step("encoder", "the memory", memory[None].shape,
-              f"What the encoder's {len(model.encoder_layers)} layers make of each piece: {d} numbers that "
-              "also carry its neighbours. Every cross-attention reads it.",
-              _table(toks, [str(i) for i in range(1, 5)], _first(memory), label=f"first 4 of {d} numbers")),
-        _step("decoder", "what the decoder reads", tgt_in.shape,
-              f"<s> and then the pieces {'beam search' if beams else 'greedy decoding'} writes, without the "
-              f"last ({len(written)} pieces written): each position reads one and predicts the next.",
-              _table(reads, ["position", "id"], _positions(tgt_in[0].tolist()), "text")),
-    ]
-    for layer, w in enumerate(run.cross, start=1):
-        for head in [None, *range(h)]:
-            grid = w[0].mean(0) if head is None else w[0, head]
-            r, c = divmod(int(grid.argmax()), grid.shape[1])
-            name = f"mean of {h} heads" if head is None else f"head {head + 1}"
-            steps.append(_step(
-                "decoder", f"cross-attention, decoder layer {layer}, {name}", w.shape,
-                "Which source pieces each written piece reads (rows sum to 1); click a written piece to see "
-                f"what it reads. Its strongest link: {writes[r]} reads {toks[c]} with {grid[r, c]:.2f}.",
-                _weights(grid, rows, toks, "rows: what the decoder reads → writes; columns: source pieces",
-                         click=True)))
-    picked = [int(probs[p].argmax()) == written[p] for p in range(len(written))]
-    steps.append(_step(
-        "output", "the next piece and its top candidates", run.logits.shape,
-        f"At each position the model's probabilities for the next piece. The written piece is the most "
-        f"likely one at {sum(picked)} of {len(written)} positions"
-        + ("." if all(picked) else
-           ": beam search kept a less likely piece where a whole hypothesis scored better."),
-        _table(rows, ["1st", "2nd", "3rd"], [_top(p, itos) for p in probs], "text",
-               label="the 3 most likely next pieces and their probabilities")))
-    if beams:
-        steps += _beam_steps(beams, beam, text_of)
-    steps.append(_step(
-        "output", "the translation", [1, len(written) + 1],
-        f'"{english}" → "{french}"'
-        + (f", the best of {beam} hypotheses." if beams else ", greedy decoding."),
-        _table(writes, ["position", "id"], _positions(written), "text",
-               label="the pieces written")))
+def explore_translation(model, source, vocab, tokenize=None, detokenize=None, beam=None, title=None,
+                        extra=50, heads=True):
+    """A translation's steps, for an encoder–decoder (helpers.model.Transformer) or a decoder-only
+    model (helpers.decoder_only.DecoderOnly).
+
+    Encoder–decoder: source (text or tokens) -> pieces, memory, the cross-attention of every decoder
+    layer (mean of the heads, then each head). Decoder-only: the one sequence (source, <s>, target,
+    positions continuing), the model's mask (prefix or causal), the self-attention of every target
+    position over the whole sequence in every block (mean of the heads, then each head; the source's
+    columns apart, their share printed) and that share layer by layer. Then, for both, the next
+    piece and its top candidates; with beam=k the model follows beam search's best hypothesis (k
+    beams, α 0.6) and two steps show the beam's choices. At most len(source) + extra pieces are
+    written; heads=False leaves out each head's grid (the mean of the heads stays: a smaller page,
+    since a decoder-only model's grids grow with the square of the sequence). vocab and tokenize as
+    for explore (notebook 11's pieces object is both); detokenize: written tokens -> text (default:
+    pieces joined, else tokens with spaces)."""
+    with _evaluating(model):
+        got = _decoded(model, source, vocab, tokenize, detokenize, beam, extra)
+        run = (_StackRun if _is_decoder_only(model) else _Run)(model, got.src, got.tgt_in)
+    itos, ids, written = got.itos, got.ids, got.written
+    got.english = source if isinstance(source, str) else got.text_of(ids)
+    got.reads = [_show(itos[i]) for i in got.tgt_in[0].tolist()]
+    got.writes = [_show(itos[i]) for i in written]
+    got.rows = [f"{r} → {w}" for r, w in zip(got.reads, got.writes, strict=True)]
+    if _is_decoder_only(model):
+        steps = _one_stack_steps(model, got, run, heads)
+        tensors = {"sequence": run.ids, "mask": run.hidden, "self-attention": run.weights,
+                   "source share": run.share, "logits": run.logits}
+    else:
+        steps = _two_stack_steps(model, got, run, heads)
+        tensors = {"source": got.src, "memory": run.kept["memory"], "decoder input": got.tgt_in,
+                   "cross-attention": run.cross, "logits": run.logits}
+    steps += _output_steps(got, run.logits[0].softmax(-1), beam)
     if not any(t.endswith(END) for t in itos):            # whole words: say tokens, not pieces
         for step in steps:
             for key in ("title", "caption"):
                 step[key] = _tokens(step[key])
             for t in step["tables"]:
                 t["label"] = _tokens(t["label"])
-    title = title or f'Translating "{english}", step by step'
-    tensors = {"source": src, "memory": run.kept["memory"], "decoder input": tgt_in,
-               "cross-attention": run.cross, "logits": run.logits}
+    title = title or f'Translating "{got.english}", step by step'
     return Explorer(title, steps, {"ids": ids, "written": written}, tensors)
 
 
+def _cut(got):
+    marks = any(got.itos[i].endswith(END) for i in got.ids)
+    return (f'"{got.english}" cut into {len(got.ids)} tokens of the shared vocabulary ({len(got.itos)} '
+            "tokens)" + ("; _ marks the end of a word." if marks else "."))
+
+
+def _two_stack_steps(model, got, run, heads=True):
+    """The encoder–decoder's steps: the pieces, the memory, what the decoder reads, every
+    cross-attention grid."""
+    h, d = model.encoder_layers[0].self_attn.h, model.d
+    toks = [_show(got.itos[i]) for i in got.ids]
+    memory = run.kept["memory"][0]
+    steps = [
+        _step("input", "the source's pieces", got.src.shape, _cut(got),
+              _table(toks, ["position", "id"], _positions(got.ids), "text")),
+        _step("encoder", "the memory", memory[None].shape,
+              f"What the encoder's {len(model.encoder_layers)} layers make of each piece: {d} numbers that "
+              "also carry its neighbours. Every cross-attention reads it.",
+              _table(toks, [str(i) for i in range(1, 5)], _first(memory), label=f"first 4 of {d} numbers")),
+        _step("decoder", "what the decoder reads", got.tgt_in.shape,
+              f"<s> and then the pieces {'beam search' if got.beams else 'greedy decoding'} writes, without "
+              f"the last ({len(got.written)} pieces written): each position reads one and predicts the next.",
+              _table(got.reads, ["position", "id"], _positions(got.tgt_in[0].tolist()), "text")),
+    ]
+    for layer, w in enumerate(run.cross, start=1):
+        for head in [None, *range(h)] if heads else [None]:
+            grid = w[0].mean(0) if head is None else w[0, head]
+            r, c = divmod(int(grid.argmax()), grid.shape[1])
+            name = f"mean of {h} heads" if head is None else f"head {head + 1}"
+            steps.append(_step(
+                "decoder", f"cross-attention, decoder layer {layer}, {name}", w.shape,
+                "Which source pieces each written piece reads (rows sum to 1); click a written piece to see "
+                f"what it reads. Its strongest link: {got.writes[r]} reads {toks[c]} with {grid[r, c]:.2f}.",
+                _weights(grid, got.rows, toks, "rows: what the decoder reads → writes; columns: source "
+                         "pieces", click=True)))
+    return steps
+
+
+class _StackRun:
+    """One pass of a decoder-only model on its one sequence ``source, <s>, written pieces but the
+    last`` (ids (1, N)), keeping the mask (hidden (1, N, N), True where hidden), every block's
+    attention weights (1, h, N, N), the target positions' logits (1, len(written), vocab) and the
+    share of each target position's attention (mean of the heads) that goes to the source
+    (share (len(written), blocks))."""
+
+    def __init__(self, model, src, tgt_in):
+        n = src.shape[1]
+        self.ids = torch.cat([src, tgt_in], dim=1)
+        src_lengths = torch.tensor([n])
+        self.hidden = model.hidden_mask(self.ids, src_lengths)
+        attn = [layer.self_attn for layer in model.layers]
+        for m in attn:
+            m.keep_weights, m.weights = True, None
+        try:
+            self.logits = model(self.ids, src_lengths)[:, n:]
+            self.weights = [m.weights for m in attn]
+        finally:
+            for m in attn:
+                m.keep_weights, m.weights = False, None
+        self.share = torch.stack([w[0].mean(0)[n:, :n].sum(-1) for w in self.weights], dim=1)
+
+
+def _one_stack_steps(model, got, run, heads=True):
+    """The decoder-only model's steps: the one sequence, the mask, every block's self-attention of
+    the target positions (the source's columns apart), the source's share layer by layer."""
+    n, big_n = len(got.ids), run.ids.shape[1]
+    h, blocks = model.layers[0].self_attn.h, len(model.layers)
+    seq = [_show(got.itos[i]) for i in run.ids[0].tolist()]
+    parts = ["source"] * n + ["separator"] + ["target"] * (big_n - n - 1)
+    hidden = run.hidden[0]
+    kind = "prefix LM" if model.prefix else "causal LM"
+    how = ("the source and the separator (positions 1 to {m}) read all of the prefix, in both directions, "
+           "as an encoder does; each target position reads the prefix and its own past"
+           if model.prefix else
+           "every position reads itself and the positions before it, the source included, as GPT does: "
+           "source piece 1 reads only itself").format(m=n + 1)
+    writer = "beam search" if got.beams else "greedy decoding"
+    steps = [
+        _step("input", "one sequence: source, separator, target", run.ids.shape,
+              f"{_cut(got)} Then the separator <s> and the pieces {writer} writes without the last "
+              f"({len(got.written)} written): one sequence of {big_n} positions for one stack. The "
+              f"target's positions go on from the source's (the separator is position {n + 1}); from the "
+              "separator on, each position reads one piece and predicts the next.",
+              _table(seq, ["position", "id", "part"],
+                     [[p + 1, i, part] for p, (i, part) in enumerate(zip(run.ids[0].tolist(), parts,
+                                                                         strict=True))], "text")),
+        _step("input", f"the mask of this model: a {kind}", run.hidden.shape,
+              f"Which positions each position may read (✓) and not (·, weight 0): {how}. "
+              f"{int((~hidden).sum())} of {big_n * big_n} pairs are visible.",
+              _table([f"{p + 1} {t}" for p, t in enumerate(seq)], [str(p + 1) for p in range(big_n)],
+                     [[int(v) for v in row] for row in (~hidden).tolist()], "mask",
+                     "rows read, columns are read (by position)", 0) | {"source": n}),
+    ]
+    for layer, w in enumerate(run.weights, start=1):
+        for head in [None, *range(h)] if heads else [None]:
+            grid = (w[0].mean(0) if head is None else w[0, head])[n:]
+            share = grid[:, :n].sum(-1)
+            r, c = divmod(int(grid.argmax()), grid.shape[1])
+            name = f"mean of {h} heads" if head is None else f"head {head + 1}"
+            said = (f"The share on the source: {share[0]:.2f} at the separator, {share[-1]:.2f} at the last "
+                    f"position. The strongest link: the position writing {got.writes[r]} reads {seq[c]} with "
+                    f"{grid[r, c]:.2f}.")
+            if head is None:
+                said = ("What each target position reads of the whole sequence (rows sum to 1, · hidden by "
+                        f"the mask): the source's {n} pieces, then the separator and the target; click a row "
+                        f"to see what it reads. {said}")
+            steps.append(_step(
+                "decoder", f"self-attention, block {layer}, {name}", w.shape, said,
+                _weights(grid, got.rows, seq, "" if head is not None else "rows: what each target position "
+                         "reads → writes; columns: the sequence", click=True, hidden=hidden[n:]) | {
+                    "source": n, "share": [round(float(v), 2) for v in share]}))
+    first, last = run.share[:, 0], run.share[:, -1]
+    steps.append(_step(
+        "decoder", "the source's share, block by block", run.share.shape,
+        f"The share of each target position's attention (mean of the {h} heads) that goes to the source's "
+        f"pieces, in each of the {blocks} blocks. Block 1: {first[0]:.2f} at the separator, {first[-1]:.2f} "
+        f"at the last position; block {blocks}: {last[0]:.2f}, then {last[-1]:.2f}.",
+        _table(got.rows, [f"block {b}" for b in range(1, blocks + 1)], _round(run.share, 2),
+               label="share of the attention on the source", digits=2)))
+    return steps
+
+
+def _output_steps(got, probs, beam):
+    """The steps both kinds end with: the next piece's candidates, the beam's choices, the result."""
+    written, itos = got.written, got.itos
+    picked = [int(probs[p].argmax()) == written[p] for p in range(len(written))]
+    steps = [_step(
+        "output", "the next piece and its top candidates", [1, *probs.shape],
+        f"At each position the model's probabilities for the next piece. The written piece is the most "
+        f"likely one at {sum(picked)} of {len(written)} positions"
+        + ("." if all(picked) else
+           ": beam search kept a less likely piece where a whole hypothesis scored better."),
+        _table(got.rows, ["1st", "2nd", "3rd"], [_top(p, itos) for p in probs], "text",
+               label="the 3 most likely next pieces and their probabilities"))]
+    if got.beams:
+        steps += _beam_steps(got.beams, beam, got.text_of)
+    steps.append(_step(
+        "output", "the translation", [1, len(written) + 1],
+        f'"{got.english}" → "{got.text_of(written)}"'
+        + (f", the best of {beam} hypotheses." if got.beams else ", greedy decoding."),
+        _table(got.writes, ["position", "id"], _positions(written), "text",
+               label="the pieces written")))
+    return steps
+
+
 def _log_p(model, src, ys):
-    """log P of each hypothesis (rows of ys, starting with <s>, <pad> after </s>) and its length."""
-    rows = ys.shape[0]
-    logp = model(src.expand(rows, -1), ys[:, :-1]).log_softmax(-1).gather(2, ys[:, 1:, None])[..., 0]
+    """log P of each hypothesis (rows of ys, starting with <s>, <pad> after </s>)."""
+    logp = _teacher_forced(model, src, ys).log_softmax(-1).gather(2, ys[:, 1:, None])[..., 0]
     written = ys[:, 1:]
     after = ((written == EOS).long().cumsum(1) - (written == EOS).long()) > 0
     return logp.masked_fill(after, 0.0).sum(1).tolist()
@@ -477,27 +638,44 @@ def _step_html(i, step, total):
 
 
 def _cell(v, kind, digits):
+    if kind == "mask":
+        return "<td>✓</td>" if v else "<td class=tx-masked>·</td>"
     if kind == "weights":
         if v is None:
-            return '<td class="tx-masked" title="masked">·</td>'
+            return "<td class=tx-masked>·</td>"
         if v < 0.005:
             return "<td>0.00</td>"
-        return f'<td style="--w:{v:.2f}"{" class=tx-hi" if v > 0.55 else ""}>{v:.2f}</td>'
+        return f'<td style=--w:{v:.2f}{" class=tx-hi" if v > 0.55 else ""}>{v:.2f}</td>'
     if isinstance(v, float):
         return f"<td>{v:.{digits}f}</td>"
     return f"<td>{html.escape(str(v))}</td>"
 
 
 def _table_html(table, t):
-    kind, digits = table["kind"], table["digits"]
+    """A table; with "source" (how many of the first columns are the source's), a header row that
+    names the source's columns and the others, and a bar between them; with "share", a last
+    column: each row's share of attention on the source."""
+    kind, digits, cols = table["kind"], table["digits"], table["cols"]
+    src, share = table.get("source"), table.get("share")
     click = ' data-click="1"' if table.get("click") else ""
-    head = "".join(f'<th scope="col">{html.escape(str(c))}</th>' for c in table["cols"])
+    groups = parts = ""
+    if src:
+        rest = len(cols) - src
+        groups = (f'<colgroup></colgroup><colgroup span="{src}" class="tx-src"></colgroup>'
+                  f'<colgroup span="{rest}"></colgroup>' + ("<colgroup></colgroup>" if share else ""))
+        parts = (f'<tr><th></th><th scope="colgroup" colspan="{src}" class="tx-src">source</th>'
+                 f'<th scope="colgroup" colspan="{rest}">separator and target</th>'
+                 + ("<th></th>" if share else "") + "</tr>")
+    head = "".join(f'<th scope="col">{html.escape(str(c))}</th>' for c in cols)
+    if share:
+        head += '<th scope="col" class="tx-share">on the source</th>'
     body = "".join(
-        f'<tr><th scope="row">{html.escape(str(r))}</th>{"".join(_cell(v, kind, digits) for v in row)}</tr>'
-        for r, row in zip(table["rows"], table["cells"], strict=True))
+        f'<tr><th scope="row">{html.escape(str(r))}</th>{"".join(_cell(v, kind, digits) for v in row)}'
+        + (f'<td class="tx-share">{share[k]:.2f}</td>' if share else "") + "</tr>"
+        for k, (r, row) in enumerate(zip(table["rows"], table["cells"], strict=True)))
     caption = f'<caption>{html.escape(table["label"])}</caption>' if table["label"] else ""
-    return (f'<div class="tx-box"><table class="tx-{kind}" data-table="{t}"{click}>{caption}'
-            f"<thead><tr><th></th>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return (f'<div class="tx-box"><table class="tx-{kind}" data-table="{t}"{click}>{caption}{groups}'
+            f"<thead>{parts}<tr><th></th>{head}</tr></thead><tbody>{body}</tbody></table>"
             f'{"<p class=tx-reads></p>" if click else ""}</div>')
 
 
@@ -506,7 +684,7 @@ _CSS = """<style>
 --tx-bg:var(--pst-color-background,var(--jp-layout-color0,#fff));
 --tx-muted:var(--pst-color-text-muted,var(--jp-content-font-color2,#59636e));
 --tx-line:var(--pst-color-border,var(--jp-border-color1,#d0d7de));
---tx-heat:37,99,235;color:var(--tx-fg);max-width:100%;box-sizing:border-box;font-size:14px;
+--tx-heat:37,99,235;--tx-src:217,119,6;color:var(--tx-fg);max-width:100%;box-sizing:border-box;font-size:14px;
 line-height:1.4;margin:.5em 0;outline:none}
 @media (prefers-color-scheme:dark){#ID{
 --tx-fg:var(--pst-color-text-base,var(--jp-content-font-color1,#e6edf3));
@@ -533,6 +711,13 @@ text-transform:uppercase;font-size:11px;letter-spacing:.04em}
 #ID table.tx-text td{text-align:left}
 #ID table.tx-weights td{background:rgba(var(--tx-heat),var(--w,0));min-width:2.6em;text-align:center}
 #ID table.tx-weights td.tx-hi{color:#fff}
+#ID table.tx-mask{font-size:12px}
+#ID table.tx-mask td{min-width:1.5em;padding:1px 2px;text-align:center}
+#ID table.tx-mask td:not(.tx-masked){background:rgba(var(--tx-heat),.2)}
+#ID th[scope=colgroup]{text-align:center}
+#ID colgroup.tx-src{border-left:3px solid rgb(var(--tx-src));border-right:3px solid rgb(var(--tx-src))}
+#ID th.tx-src{box-shadow:inset 0 -3px 0 rgb(var(--tx-src))}
+#ID .tx-share{font-weight:600;border-left:3px double var(--tx-line)}
 #ID td.tx-masked{color:var(--tx-muted);background:repeating-linear-gradient(45deg,transparent 0 4px,
 rgba(127,127,127,.18) 4px 8px)}
 #ID .tx-controls{display:flex;flex-wrap:wrap;gap:6px;align-items:center;margin:0 0 .6em}
@@ -551,6 +736,7 @@ font-weight:600}
 #ID .tx-reads span{display:inline-block;margin:1px 2px;padding:0 4px;border-radius:3px;
 background:rgba(var(--tx-heat),var(--w,0))}
 #ID .tx-reads span.tx-hi{color:#fff}
+#ID .tx-reads span.tx-src{box-shadow:inset 0 -2px 0 rgb(var(--tx-src))}
 #ID.tx-live .tx-step{min-height:0}
 @media print{#ID .tx-controls{display:none!important}#ID .tx-step[hidden]{display:block!important}}
 </style>"""
@@ -633,8 +819,11 @@ _JS = r"""(function () {
           if (w === null) return;
           var sp = el("span", {style: "--w:" + w}, spec.cols[j] + " " + w.toFixed(2));
           if (w > 0.55) sp.className = "tx-hi";
+          if (j < (spec.source || 0)) sp.classList.add("tx-src");
           out.appendChild(sp);
         });
+        if (spec.share) out.appendChild(document.createTextNode(
+          " \u2014 " + spec.share[row].toFixed(2) + " of it on the source"));
       }
     }
     var m = location.hash.match(new RegExp("^#" + ID + "-step-(\\d+)$"));

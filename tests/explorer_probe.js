@@ -93,7 +93,8 @@
       rowButton.click();
       var reads = rowButton.closest(".tx-box").querySelector(".tx-reads");
       seen.click = {step: +li.getAttribute("data-step"), row: rowButton.textContent,
-                    reads: reads.textContent, spans: reads.querySelectorAll("span").length};
+                    reads: reads.textContent, spans: reads.querySelectorAll("span").length,
+                    sources: reads.querySelectorAll("span.tx-src").length};
     }
     slider.value = 1;
     slider.dispatchEvent(new Event("input", {bubbles: true}));

@@ -1,9 +1,11 @@
 """helpers.explorer: the numbers it shows are the model's own, and its HTML stands alone.
 
-The models are the shipped ones (05's reversal model, 09's two, 11's); every assertion is a truth of
-any model (a shown number equals the tensor the model computes, a row of weights sums to 1, the
-written tokens are what greedy decoding or beam search writes), so the tests hold for retrained
-checkpoints. One test opens an explorer in headless Chromium where Chromium is installed.
+The models are the shipped ones (05's reversal model, 09's two, 11's) and, for the decoder-only view,
+small helpers.decoder_only models trained here for a moment (no decoder-only checkpoint ships); every
+assertion is a truth of any model (a shown number equals the tensor the model computes, a row of
+weights sums to 1, the written tokens are what greedy decoding or beam search writes), so the tests
+hold for retrained checkpoints. One test opens explorers in headless Chromium where Chromium is
+installed.
 """
 
 import html
@@ -16,11 +18,13 @@ import subprocess
 import pytest
 import torch
 
-from helpers import bpe
+from helpers import bpe, decoder_only
 from helpers.decoding import beam_search, greedy_decode
 from helpers.explorer import LETTERS, PHASES, explore, explore_translation
 from helpers.model import keep_attention_weights
 from helpers.tasks import numbers, reversal, tatoeba
+from helpers.tasks.decoder_only import join
+from helpers.vocabulary import BOS, EOS, PAD
 
 PROBE = pathlib.Path(__file__).resolve().parent / "explorer_probe.js"
 LIMIT = 150_000          # bytes of one explorer's HTML
@@ -47,6 +51,31 @@ def numbers_models():
 def tatoeba_model():
     pieces = tatoeba.pieces_for()
     return tatoeba.load_model(pieces), pieces
+
+
+def briefly_trained(prefix, steps=200, seed=0):
+    """A small decoder-only model (2 blocks, d_model 32) trained for a moment to reverse letters, so
+    that it writes letters and </s> (an untrained one repeats one token): about a second."""
+    torch.manual_seed(seed)
+    model = decoder_only.DecoderOnly(len(LETTERS), 32, 2, 64, 2, p=0.1, prefix=prefix)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        src, _, tgt_out = reversal.batch(32, generator, max_len=6)
+        pairs = [(s[s != PAD].tolist(), t[t > EOS].tolist()) for s, t in zip(src, tgt_out, strict=True)]
+        ids, src_lengths, labels = join(pairs)
+        loss = torch.nn.functional.cross_entropy(model(ids, src_lengths).flatten(0, 1), labels.flatten(),
+                                                 ignore_index=PAD)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return model                                         # in training mode: the explorer switches it
+
+
+@pytest.fixture(scope="module")
+def stack_models():
+    """A prefix LM and a causal LM on the letters' 13 tokens (no decoder-only checkpoint ships)."""
+    return {prefix: briefly_trained(prefix) for prefix in (True, False)}
 
 
 def table(step, i=0):
@@ -203,6 +232,125 @@ def test_tatoeba_model(tatoeba_model, beam):
     assert len(ex.html().encode()) < LIMIT
 
 
+# --- a decoder-only model ------------------------------------------------------------------------
+
+STACK_SOURCE, EXTRA = "c a b e d", 4        # at most 5 + 4 tokens written
+
+
+def stack_explorer(model, beam):
+    return explore_translation(model, STACK_SOURCE, LETTERS, beam=beam, extra=EXTRA)
+
+
+def recomputed_attention(model, ids, n_src):
+    """Each block's attention weights (h, N, N), recomputed from the block's input (kept by a hook)
+    with its own projections and a mask written out here, not the model's: a position i reads j
+    if j <= i, or, in a prefix LM, if j is in the prefix (the source and the separator, j <= n_src).
+    -> (weights per block, visible (N, N))."""
+    inputs = []
+    hooks = [layer.register_forward_pre_hook(lambda m, args: inputs.append(args[0][0].clone()))
+             for layer in model.layers]
+    try:
+        with torch.no_grad():
+            logits = model(ids, torch.tensor([n_src]))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    big_n = ids.shape[1]
+    visible = torch.tensor([[j <= i or (model.prefix and j <= n_src) for j in range(big_n)]
+                            for i in range(big_n)])
+    weights = []
+    for layer, x in zip(model.layers, inputs, strict=True):
+        attn = layer.self_attn
+        d = attn.d_model
+        w, b = attn.in_proj_weight, attn.in_proj_bias
+        q, k = x @ w[:d].T + b[:d], x @ w[d:2 * d].T + b[d:2 * d]
+        q, k = (t.view(big_n, attn.h, -1).transpose(0, 1) for t in (q, k))
+        scores = (q @ k.transpose(1, 2) / attn.d_k ** 0.5).masked_fill(~visible, float("-inf"))
+        weights.append(scores.softmax(-1))
+    return weights, visible, logits
+
+
+@pytest.mark.parametrize("prefix", [True, False])
+@pytest.mark.parametrize("beam", [None, 3])
+def test_decoder_only_numbers_are_the_models(stack_models, prefix, beam):
+    model = stack_models[prefix]
+    model.train()
+    ex = stack_explorer(model, beam)
+    assert model.training                                                 # its mode is given back
+    model.eval()
+    src = reversal.encode_letters(STACK_SOURCE)
+    n = src.shape[1]
+    with torch.no_grad():                                                 # written = helpers.decoder_only's
+        if beam:
+            want = decoder_only.beam_search(model, src, k=beam, extra=EXTRA)[0, 1:].tolist()
+        else:
+            want = decoder_only.greedy_decode(model, src, max_len=n + EXTRA)[0, 1:].tolist()
+    want = want[: want.index(EOS) + 1] if EOS in want else [t for t in want if t != PAD]
+    written = ex.extra["written"]
+    assert written == want and PAD not in written
+    ids = torch.tensor([[*src[0].tolist(), BOS, *written[:-1]]])
+    big_n, h = ids.shape[1], model.layers[0].self_attn.h
+    weights, visible, logits = recomputed_attention(model, ids, n)
+    s = {step["title"]: step for step in ex.steps}
+
+    sequence = table(s["one sequence: source, separator, target"])
+    assert [row[:2] for row in sequence["cells"]] == [[p + 1, i] for p, i in enumerate(ids[0].tolist())]
+    parts = ["source"] * n + ["separator"] + ["target"] * (big_n - n - 1)
+    assert [row[2] for row in sequence["cells"]] == parts
+    mask_step = s[f"the mask of this model: a {'prefix' if prefix else 'causal'} LM"]
+    assert table(mask_step)["cells"] == visible.int().tolist()
+    assert mask_step["shape"] == [1, big_n, big_n]
+
+    grids = [x for x in ex.steps if x["title"].startswith("self-attention, block")]
+    assert len(grids) == len(model.layers) * (h + 1)
+    for i, step in enumerate(grids):
+        layer, head = divmod(i, h + 1)
+        want_grid = (weights[layer].mean(0) if head == 0 else weights[layer][head - 1])[n:]
+        shown = table(step)
+        hidden = [[v is None for v in row] for row in shown["cells"]]
+        assert hidden == (~visible[n:]).tolist()                          # · exactly where the mask hides
+        assert want_grid.masked_select(~visible[n:]).eq(0).all()          # and the weight there is 0
+        close([[0.0 if v is None else v for v in row] for row in shown["cells"]], want_grid, 2)
+        rows_sum_to_one(step)
+        assert shown["source"] == n and shown.get("click")
+        close(shown["share"], want_grid[:, :n].sum(-1), 2)
+        assert step["shape"] == [1, h, big_n, big_n]
+    shares = torch.stack([w.mean(0)[n:, :n].sum(-1) for w in weights], dim=1)
+    close(table(s["the source's share, block by block"])["cells"], shares, 2)
+
+    probs = logits[0, n:].softmax(-1)
+    nxt = table(s["the next token and its top candidates"])
+    assert [[float(c.rsplit(" ", 1)[1]) for c in row] for row in nxt["cells"]] == \
+        [[round(v, 3) for v in row] for row in probs.topk(3).values.tolist()]
+    if not beam:
+        assert probs.argmax(-1).tolist() == written                      # greedy writes the argmax
+    else:
+        titles = [x["title"] for x in ex.steps]
+        assert f"the beam's choices, step by step (k = {beam})" in titles
+        ranking = table(s["the beam's final ranking"])["cells"]
+        assert ranking[0][0].startswith(" ".join(LETTERS[i] for i in written if i > EOS))
+    assert ex.steps[-1]["title"] == "the translation"
+    assert len(ex.html().encode()) < LIMIT
+    means = explore_translation(model, STACK_SOURCE, LETTERS, beam=beam, extra=EXTRA, heads=False)
+    assert [x for x in means.steps if x["title"].startswith("self-attention")] == \
+        [{**x, "n": x["n"] - i * h} for i, x in enumerate(grids[:: h + 1])]   # the means alone
+    assert len(means.html()) < len(ex.html())
+
+
+def test_decoder_only_on_real_pieces(tatoeba_model):
+    """11's pieces and a small untrained decoder-only model on them: the steps speak of pieces and
+    the written text is the pieces joined."""
+    _, pieces = tatoeba_model
+    torch.manual_seed(0)
+    model = decoder_only.DecoderOnly(len(pieces.vocab), 16, 2, 32, 1, prefix=True).eval()
+    ex = explore_translation(model, "I have a red car.", pieces, extra=3)
+    src = torch.tensor([pieces.ids("I have a red car.")])
+    want = decoder_only.greedy_decode(model, src, max_len=src.shape[1] + 3)[0, 1:].tolist()
+    assert ex.extra["written"] == (want[: want.index(EOS) + 1] if EOS in want else want)
+    assert "_ marks the end of a word" in ex.steps[0]["caption"]
+    assert f'"{pieces.text(ex.extra["written"])}"' in ex.steps[-1]["caption"]
+
+
 # --- the HTML ---------------------------------------------------------------------------------
 
 def embedded(page):
@@ -210,8 +358,13 @@ def embedded(page):
                                 re.S).group(1).replace("<\\/", "</"))
 
 
-def test_the_html_stands_alone(letters_model):
-    ex = explore(letters_model, "c a b e d")
+@pytest.mark.parametrize("kind", ["encoder-decoder", "decoder-only"])
+def test_the_html_stands_alone(letters_model, stack_models, kind):
+    def make():
+        return explore(letters_model, "c a b e d") if kind == "encoder-decoder" else \
+            stack_explorer(stack_models[True], 3)
+
+    ex = make()
     page = ex._repr_html_()
     assert len(page.encode()) < LIMIT
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)      # nothing to fetch
@@ -224,13 +377,14 @@ def test_the_html_stands_alone(letters_model):
     css = re.search(r"<style>(.*?)</style>", page, re.S).group(1)
     rules = [r.split("{")[0] for r in re.split(r"}\s*", css) if "{" in r and not r.lstrip().startswith("@")]
     assert all(f"#{ex.id}" in sel for sel in rules if sel.strip() and "--" not in sel)
-    assert explore(letters_model, "c a b e d").id != ex.id                  # two on a page do not clash
+    assert make().id != ex.id                                                # two on a page do not clash
 
 
-def test_without_javascript_every_step_is_on_the_page(letters_model, numbers_models):
+def test_without_javascript_every_step_is_on_the_page(letters_model, numbers_models, stack_models):
     model, vocab, tokenize, detokenize = numbers_models["words"]
     for ex in (explore(letters_model, "c a b e d"),
-               explore_translation(model, "ninety-seven", vocab, tokenize, detokenize, beam=4)):
+               explore_translation(model, "ninety-seven", vocab, tokenize, detokenize, beam=4),
+               stack_explorer(stack_models[False], 3)):
         page = re.sub(r"<script.*?</script>", "", ex.html(), flags=re.S)  # what an untrusted notebook shows
         text = html.unescape(re.sub(r"<[^>]+>", " ", page))
         for step in ex.steps:
@@ -238,6 +392,12 @@ def test_without_javascript_every_step_is_on_the_page(letters_model, numbers_mod
             assert step["title"] in text and step["caption"] in text
             assert "(" + ", ".join(map(str, step["shape"])) + ")" in text
         assert not re.search(r"<li[^>]*hidden", page)                     # no step hidden without the script
+        for step in ex.steps:                                             # every number of every table
+            for t in step["tables"]:
+                if t["kind"] == "weights":
+                    assert all(f"{v:.2f}" in text for row in t["cells"] for v in row if v is not None)
+                if "share" in t:
+                    assert "on the source" in text and all(f"{v:.2f}" in text for v in t["share"])
 
 
 # --- in a browser -------------------------------------------------------------------------------
@@ -312,16 +472,23 @@ def driven_failures(seen):
 
 @pytest.mark.skipif(chromium() is None, reason="Chromium is not installed here "
                     "(apt-get install chromium): the explorer was not opened in a browser")
-def test_in_chromium(tmp_path, letters_model, numbers_models):
+def test_in_chromium(tmp_path, letters_model, numbers_models, stack_models):
     model, vocab, tokenize, detokenize = numbers_models["words"]
     one = explore(letters_model, "c a b e d")
     two = explore_translation(model, "ninety-seven", vocab, tokenize, detokenize, beam=4)
+    three = stack_explorer(stack_models[True], 3)                       # a decoder-only model
     for width in (1280, 390):
-        result, console = open_in_chromium(tmp_path, one.html() + two.html(), width)
+        result, console = open_in_chromium(tmp_path, one.html() + two.html() + three.html(), width)
         assert not console and not result["errors"], (console, result["errors"])
         assert result["width"] == width
-        first, second = result["explorers"]
+        first, second, third = result["explorers"]
         assert len(first["data"]["steps"]) == 14 and len(second["data"]["steps"]) == len(two.steps)
-        assert not driven_failures(first) and not driven_failures(second), \
-            (driven_failures(first), driven_failures(second))
+        assert len(third["data"]["steps"]) == len(three.steps)
+        failures = [driven_failures(e) for e in (first, second, third)]
+        assert not any(failures), failures
         assert first["click"]["spans"] == 5 and first["click"]["reads"].startswith(first["click"]["row"])
+        # the decoder-only view's first clickable row is the separator's: it reads the whole prefix,
+        # the source's 5 tokens marked, and says its share on the source
+        grid = next(s for s in three.steps if s["n"] == third["click"]["step"])
+        assert third["click"]["spans"] == 5 + 1 and third["click"]["sources"] == 5
+        assert third["click"]["reads"].endswith(f"{table(grid)['share'][0]:.2f} of it on the source")
