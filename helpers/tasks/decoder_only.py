@@ -416,13 +416,14 @@ def cache_bytes(model, src, steps=4):
 
 
 @torch.no_grad()
-def decoding_times(models, english, pieces, repeats=3, k=4):
+def decoding_times(models, english, pieces, repeats=3, k=4, extra=50):
     """Milliseconds per sentence to decode the English sentences (one batch, with each kind's
-    cache) greedily and with beam search (k beams, α 0.6, input + 50 pieces), for each model of
-    {name: model}: the median of `repeats` runs. Other programs running slow it down: compare
-    models timed together."""
+    cache) greedily and with beam search (k beams, α 0.6, at most input + extra pieces), for each
+    model of {name: model}: the median of `repeats` runs. 16 dev sentences, 3 repeats, the
+    encoder–decoder and one decoder-only model of 4 blocks: about 2-5 s here. Other programs
+    running slow it down: compare models timed together."""
     src = tatoeba.tensors([(pieces.ids(e), []) for e in english])[0]
-    limit = int((src != PAD).sum(1).max()) + 50
+    limit = int((src != PAD).sum(1).max()) + extra
     times = {}
     for name, model in models.items():
         greedy, search = decoders(model)
@@ -433,7 +434,7 @@ def decoding_times(models, english, pieces, repeats=3, k=4):
                 if how == "greedy":
                     greedy(model, src, max_len=limit)
                 else:
-                    search(model, src, k=k, alpha=0.6, extra=50)
+                    search(model, src, k=k, alpha=0.6, extra=extra)
                 runs[how].append((time.perf_counter() - begin) * 1e3 / len(english))
         times[name] = {how: statistics.median(ms) for how, ms in runs.items()}
     return times
@@ -494,8 +495,9 @@ def _round(x, digits=5):
 
 def measure_run(name, w, state=None, runs=RUNS, text=True):
     """What --measure keeps of one run, on its averaged weights at 2,000 steps: "dev_losses" and
-    "test_losses" (sentence_losses, sums rounded to 4 decimals), "dev_perplexity" (from them) and
-    the runs JSON's ("runs_perplexity", None if its JSON is not in `runs`), "test": greedy and
+    "test_losses" (sentence_losses, sums rounded to 4 decimals), "dev_perplexity" (from them), the
+    runs JSON's ("runs_perplexity", None if its JSON is not in `runs`) and "vs_runs", dev / runs - 1
+    (under 1e-5 for a variant, asserted; the encoder–decoder's float16 weights move it), "test": greedy and
     beam 4 texts (with text), BLEU (all references) and looped counts; for a decoder-only run
     "source_share" on the joined test inputs {k: source_share}; "flops_per_pair" (mean over dev)."""
     kind, seed = kind_of(name)
@@ -512,10 +514,14 @@ def measure_run(name, w, state=None, runs=RUNS, text=True):
     source = pathlib.Path(runs) / f"{name}.json"
     if kind == ENCODER_DECODER:
         source = tatoeba.RUNS / f"recipe_s{seed}.json"
-    row["runs_perplexity"] = None
+    row["runs_perplexity"] = row["vs_runs"] = None
     if source.exists():
         at = [m for m in json.loads(source.read_text())["milestones"] if m["step"] == 2000]
-        row["runs_perplexity"] = at[0]["averaged"]["perplexity"] if at else None
+        if at:
+            row["runs_perplexity"] = at[0]["averaged"]["perplexity"]
+            row["vs_runs"] = row["dev_perplexity"] / row["runs_perplexity"] - 1
+            # the same float32 weights, summed per sentence instead of per token batch
+            assert kind == ENCODER_DECODER or abs(row["vs_runs"]) < 1e-5, (name, row["vs_runs"])
     english = list(tatoeba.references_of(test))
     references = list(tatoeba.references_of(test).values())
     greedy, search = decoders(model)
