@@ -138,3 +138,48 @@ SMOLLM2_360M_CONFIG = {
     "num_key_value_heads": 5, "num_hidden_layers": 32, "vocab_size": 49_152,
     "tie_word_embeddings": True, "attention_bias": False, "mlp_bias": False, "hidden_act": "silu",
     "rms_norm_eps": 1e-05, "max_position_embeddings": 8192, "rope_theta": 100000.0}
+
+
+# --- FLOPs of a forward pass (06's way: the matrix products, 2 FLOPs per multiply-add) --------
+
+def linear_flops(rows, d_in, d_out):
+    """x W for `rows` positions, W (d_in × d_out): rows · d_in · d_out multiply-adds, 2 FLOPs each
+    (the bias add is not a product and is left out, as torch's FLOP counter does)."""
+    return 2 * rows * d_in * d_out
+
+
+def attention_products_flops(n_q, n_k, d_model):
+    """The attention's own products over all h heads: Q Kᵀ (n_q × n_k scores of d_k numbers per
+    head) and the weights times V, 2 · n_q · n_k · d_model each; the mask hides no product (every
+    score is computed, then -inf is added)."""
+    return 2 * 2 * n_q * n_k * d_model
+
+
+def block_flops(n, d_model, d_ff):
+    """An encoder layer (or a decoder-only block) on n positions: W_Q, W_K, W_V, W_O, the
+    attention's products on n × n, and the FFN's W1, W2."""
+    return (4 * linear_flops(n, d_model, d_model) + attention_products_flops(n, n, d_model)
+            + linear_flops(n, d_model, d_ff) + linear_flops(n, d_ff, d_model))
+
+
+def encoder_decoder_flops(src_len, tgt_len, d_model, d_ff, N, vocab):
+    """Forward FLOPs of one pair in the 2017 encoder–decoder (N + N layers, tied output): the
+    encoder on the src_len source pieces; the decoder on its tgt_len + 1 inputs (<s>, target),
+    its cross-attention's W_K, W_V reading the src_len memory positions; the output layer at the
+    tgt_len + 1 positions that are scored (target, </s>). LayerNorms, softmax, ReLU, biases and
+    the embedding lookup do no matrix product and are left out."""
+    s, m = src_len, tgt_len + 1
+    cross = (2 * linear_flops(m, d_model, d_model) + 2 * linear_flops(s, d_model, d_model)
+             + attention_products_flops(m, s, d_model))
+    decoder = block_flops(m, d_model, d_ff) + cross
+    return N * (block_flops(s, d_model, d_ff) + decoder) + linear_flops(m, d_model, vocab)
+
+
+def decoder_only_flops(src_len, tgt_len, d_model, d_ff, N, vocab, scored=None):
+    """Forward FLOPs of one pair as one sequence (source, <s>, target: src_len + 1 + tgt_len
+    positions) through N blocks, and the tied output layer at the `scored` positions only (by
+    default tgt_len + 1: the separator and the target predict target, </s>; src_len + 1 + tgt_len
+    when the source is scored too). Left out as in encoder_decoder_flops."""
+    n = src_len + 1 + tgt_len
+    scored = tgt_len + 1 if scored is None else scored
+    return N * block_flops(n, d_model, d_ff) + linear_flops(scored, d_model, vocab)

@@ -20,6 +20,10 @@ post-norm family as helpers.model.Transformer's layers, without cross-attention)
 the embedding. ``greedy_decode`` and ``beam_search`` write a target after a batch of sources with a
 key/value cache: the source and the separator go through the stack once and leave their keys and
 values in it (``PrefixCache``), then each new piece costs one position.
+
+``source_share(model, encoded)``: looking inside, the share of each target position's attention
+that falls on the source's keys, block by block, along the output (teacher forced), against the
+share a uniform reading of the visible keys would give.
 """
 
 import math
@@ -31,6 +35,7 @@ from torch import nn
 from helpers.attention import causal_mask, merge_heads, padding_mask, split_heads
 from helpers.decoding import search
 from helpers.layers import EncoderLayer
+from helpers.model import keep_attention_weights
 from helpers.positions import sinusoidal_positions
 from helpers.vocabulary import BOS, EOS, PAD
 
@@ -246,3 +251,57 @@ def beam_search(model, src, k=4, alpha=0.6, extra=50, max_len=None):
     result = search(next_log_probs, batch, k, max_lens, alpha, cache.reorder, eos=EOS, pad=model.pad)
     model.train(was_training)
     return result["tokens"][:, 0]
+
+
+# --- looking inside: how much of the attention goes to the source ---------------------------------
+
+@torch.no_grad()
+def attention_weights(model, ids, src_lengths):
+    """Each block's attention weights in the model's own forward pass (keep_attention_weights:
+    softmax(Q Kᵀ / √d_k + mask) step by step), eval mode -> [(batch, h, n, n)] one per block, and
+    the last block's output (batch, n, d)."""
+    model.eval()
+    keep_attention_weights(model)
+    try:
+        out = model.stack(ids, src_lengths)
+        weights = [layer.self_attn.weights for layer in model.layers]
+    finally:
+        keep_attention_weights(model, on=False)
+    return weights, out
+
+
+@torch.no_grad()
+def source_share(model, encoded, chunk=64):
+    """Teacher forced on each pair (source ids, target ids) as ``source, <s>, target``: for block
+    i and target position t, the share of the query's attention (mean over the h heads) that falls
+    on the source's keys (not the separator), averaged over the pairs that have position t.
+    t = 0 is the separator's query (it predicts the first target piece), t = len(target) the last
+    target piece's (it predicts </s>). Under either mask the query at t sees src_len + 1 + t keys:
+    a uniform reading would give src_len / (src_len + 1 + t) to the source, whatever the weights.
+    -> {"observed": [[share at t = 0, 1, ...] per block], "uniform": [...], "pairs": [how many
+    pairs have position t]}."""
+    observed = [[] for _ in model.layers]
+    uniform, pairs = [], []
+    for i in range(0, len(encoded), chunk):
+        part = encoded[i: i + chunk]
+        rows = [torch.tensor([*s, BOS, *t]) for s, t in part]
+        ids = nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=PAD)
+        m = torch.tensor([len(s) for s, _ in part])
+        weights, _ = attention_weights(model, ids, m)
+        on_source = (torch.arange(ids.shape[1])[None, :] < m[:, None]).float()       # (batch, keys)
+        for b, (source, target) in enumerate(part):
+            queries = torch.arange(len(source), len(source) + len(target) + 1)
+            while len(pairs) < len(queries):
+                pairs.append(0)
+                uniform.append(0.0)
+                for row in observed:
+                    row.append(0.0)
+            for t in range(len(queries)):
+                pairs[t] += 1
+                uniform[t] += len(source) / (len(source) + 1 + t)
+            for row, w in zip(observed, weights, strict=True):
+                share = (w[b].mean(0)[queries] * on_source[b]).sum(-1)                # (len(queries),)
+                for t, value in enumerate(share.tolist()):
+                    row[t] += value
+    return {"observed": [[v / n for v, n in zip(row, pairs, strict=True)] for row in observed],
+            "uniform": [v / n for v, n in zip(uniform, pairs, strict=True)], "pairs": pairs}

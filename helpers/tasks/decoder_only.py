@@ -18,6 +18,12 @@ decoder-only model (helpers.decoder_only), trained and measured like 11's encode
   ``<states>/<variant>_s0/averaged_2000.pt`` (float16). The encoder–decoder it is compared with is
   11's recipe run at its milestone 2000 (tatoeba.run_variant), not trained again here.
 - ``time_steps`` (``--time``): milliseconds per training step of each variant and of 11's model.
+- Measured after the runs, on their averaged weights at 2,000 steps (``averaged_state``):
+  ``flops_per_pair`` (06's counting), ``cache_bytes`` (the KV caches' tensors), ``decoding_times``,
+  ``sentence_losses``, ``joined_pairs`` (longer inputs) and helpers.decoder_only.source_share;
+  ``measure`` (``python -m helpers.tasks.decoder_only --measure``) writes them for every finished
+  run, the encoder–decoder's ("encoder_decoder_sN": 11's recipe_sN) included, into
+  ``data/decoder_only_measures.json``.
 """
 
 import argparse
@@ -25,14 +31,15 @@ import json
 import math
 import os
 import pathlib
+import statistics
 import time
 
 import torch
 
-from helpers import counting, seed_all
-from helpers.decoder_only import DecoderOnly, beam_search, greedy_decode
+from helpers import counting, decoding, seed_all
+from helpers.decoder_only import DecoderOnly, beam_search, greedy_decode, source_share, start, step
 from helpers.distributed import token_batches
-from helpers.recipe import adam_with_warmup, cross_entropy, smoothed_loss
+from helpers.recipe import adam_with_warmup, average_weights, cross_entropy, smoothed_loss
 from helpers.recipe import train_step as recipe_train_step
 from helpers.tasks import tatoeba
 from helpers.tasks.runs import summary, train_resumable, work_down
@@ -297,6 +304,296 @@ def time_steps(names=(*VARIANTS, "encoder_decoder"), steps=100, threads=1, seed=
     return times
 
 
+# --- measured on the averaged weights at 2,000 steps ------------------------------------------------
+
+MEASURES = HERE / "data" / "decoder_only_measures.json"
+ED_STATES = tatoeba.RUN_STATES          # 11's runs: recipe_sN/averaged_2000.pt
+ENCODER_DECODER = "encoder_decoder"     # 11's recipe runs, under this name here
+KINDS = (ENCODER_DECODER, *VARIANTS)
+N_VOCAB = 2102                          # len(tatoeba.pieces_for().vocab), checked by a test
+JOINED = (1, 2, 3, 4)                   # test sentences per input for source_share
+MAX_POSITIONS = 256                     # DecoderOnly's max_len
+
+
+def kind_of(name):
+    """"prefix_4x640_s1" -> ("prefix_4x640", 1); "encoder_decoder_s0" -> ("encoder_decoder", 0)."""
+    kind, seed = name.rsplit("_s", 1)
+    if kind not in KINDS:
+        raise ValueError(f"unknown run {name!r}: the kinds are {list(KINDS)}")
+    return kind, int(seed)
+
+
+def finished(name, states=RUN_STATES, ed_states=ED_STATES):
+    """True when the run's folder says done (and, for the encoder–decoder, holds averaged_2000.pt)."""
+    kind, seed = kind_of(name)
+    if kind == ENCODER_DECODER:
+        folder = pathlib.Path(ed_states) / f"recipe_s{seed}"
+        return (folder / "done").exists() and (folder / "averaged_2000.pt").exists()
+    return (pathlib.Path(states) / name / "done").exists()
+
+
+def averaged_state(name, states=RUN_STATES, ed_states=ED_STATES):
+    """The averaged weights at 2,000 steps of a finished run, float32: for a variant the mean of
+    the last 5 checkpoints its state.pt keeps (the run ends at 2,000: the very weights its JSON
+    measured); for "encoder_decoder_sN", 11's recipe_sN/averaged_2000.pt (saved in float16)."""
+    kind, seed = kind_of(name)
+    if not finished(name, states, ed_states):
+        raise FileNotFoundError(f"{name} has not finished")
+    if kind == ENCODER_DECODER:
+        path = pathlib.Path(ed_states) / f"recipe_s{seed}" / "averaged_2000.pt"
+        return {k: v.float() for k, v in torch.load(path, weights_only=True).items()}
+    saved = torch.load(pathlib.Path(states) / name / "state.pt", weights_only=True)
+    assert saved["done"] == STEPS and len(saved["kept"]) == tatoeba.KEEP, name
+    return {k: v.float() for k, v in average_weights(saved["kept"]).items()}
+
+
+def model_of(kind, state=None, n_vocab=N_VOCAB):
+    """A model of the kind (ENCODER_DECODER or a variant), with the state if given, in eval mode."""
+    model = tatoeba.new_model(n_vocab) if kind == ENCODER_DECODER else new_model(n_vocab, kind)
+    if state is not None:
+        model.load_state_dict(state)
+    return model.eval()
+
+
+def decoders(model):
+    """(greedy, beam search) for the model's kind: helpers.decoding's or helpers.decoder_only's."""
+    if isinstance(model, DecoderOnly):
+        return greedy_decode, beam_search
+    return decoding.greedy_decode, decoding.beam_search
+
+
+def flops_per_pair(kind, src_len, tgt_len, n_vocab=N_VOCAB):
+    """Forward-pass FLOPs of one training pair of src_len and tgt_len pieces, counted 06's way: every
+    matrix product, 2 FLOPs per multiply-add (helpers.counting.encoder_decoder_flops and
+    decoder_only_flops): the projections, the FFNs, the attention's Q Kᵀ and weights × V (and the
+    encoder–decoder's cross-attention), the output layer at the scored positions only, as
+    train_step computes it (target and </s>; the whole sequence with the loss on the source).
+    The pair alone, no padding; the backward pass costs about twice as much again."""
+    if kind == ENCODER_DECODER:
+        s = tatoeba.SIZE
+        return counting.encoder_decoder_flops(src_len, tgt_len, s["d"], s["d_ff"], s["n_layers"], n_vocab)
+    cfg = VARIANTS[kind]
+    scored = src_len + 1 + tgt_len if cfg["source_loss"] else None
+    return counting.decoder_only_flops(src_len, tgt_len, D, cfg["d_ff"], cfg["n_layers"], n_vocab, scored)
+
+
+def mean_flops(kind, encoded, n_vocab=N_VOCAB):
+    """The mean of flops_per_pair over encoded pairs (their real lengths in pieces)."""
+    return statistics.fmean(flops_per_pair(kind, len(s), len(t), n_vocab) for s, t in encoded)
+
+
+@torch.no_grad()
+def cache_bytes(model, src, steps=4):
+    """The key/value cache of a batch, measured on its tensors (float32, 4 bytes a number) while
+    greedy decoding writes `steps` pieces after src (batch, n): {"once": bytes per row held for
+    the whole decoding (the encoder–decoder's cross-attention keys and values of the memory,
+    KVCache.cross, n source positions; the decoder-only model's source and separator in every
+    block, PrefixCache, n + 1 positions), "once_positions": those positions per row (padding
+    included, as the tensors hold it), "per_piece": bytes per row each written piece adds (the
+    self-attention keys and values of one more position in every decoder layer or block),
+    "formula_per_position": helpers.counting.kv_cache_bytes for one position}."""
+    rows = src.shape[0]
+    if isinstance(model, DecoderOnly):
+        logits, cache = start(model, src)
+        once = cache.numbers()
+        positions = src.shape[1] + 1
+        for _ in range(steps):
+            logits = step(model, logits.argmax(-1), cache)
+        grown = cache.numbers() - once
+        layers, attn = len(model.layers), model.layers[0].self_attn
+    else:
+        mask = model.memory_mask(src)
+        cache = decoding.KVCache(model, model.encode(src, mask), mask)
+        once = sum(t.numel() for pair in cache.cross for t in pair)
+        positions = src.shape[1]
+        token = torch.full((rows,), decoding.BOS)
+        for _ in range(steps):
+            token = decoding.decode_step(model, token, cache).argmax(-1)
+        grown = cache.self_attention_numbers()
+        layers, attn = len(model.decoder_layers), model.decoder_layers[0].self_attn
+    return {"once": once * 4 / rows, "once_positions": positions, "per_piece": grown * 4 / (rows * steps),
+            "formula_per_position": counting.kv_cache_bytes(layers, attn.h, attn.d_k, 1, 1, 4)}
+
+
+@torch.no_grad()
+def decoding_times(models, english, pieces, repeats=3, k=4, extra=50):
+    """Milliseconds per sentence to decode the English sentences (one batch, with each kind's
+    cache) greedily and with beam search (k beams, α 0.6, at most input + extra pieces), for each
+    model of {name: model}: the median of `repeats` runs. 16 dev sentences, 3 repeats, the
+    encoder–decoder and one decoder-only model of 4 blocks: about 2-5 s here. Other programs
+    running slow it down: compare models timed together."""
+    src = tatoeba.tensors([(pieces.ids(e), []) for e in english])[0]
+    limit = int((src != PAD).sum(1).max()) + extra
+    times = {}
+    for name, model in models.items():
+        greedy, search = decoders(model)
+        runs = {"greedy": [], "beam": []}
+        for _ in range(repeats):
+            for how in runs:
+                begin = time.perf_counter()
+                if how == "greedy":
+                    greedy(model, src, max_len=limit)
+                else:
+                    search(model, src, k=k, alpha=0.6, extra=extra)
+                runs[how].append((time.perf_counter() - begin) * 1e3 / len(english))
+        times[name] = {how: statistics.median(ms) for how, ms in runs.items()}
+    return times
+
+
+@torch.no_grad()
+def sentence_losses(model, pairs, pieces, chunk=64):
+    """tatoeba.sentence_losses for either kind: for each English sentence of pairs (first-seen
+    order), [the summed cross-entropy of all its references' target tokens (target, </s>), their
+    number], teacher forced, eval mode, no smoothing: the rows bootstrap.paired(metric=
+    "perplexity") draws from."""
+    if not isinstance(model, DecoderOnly):
+        return tatoeba.sentence_losses(model, pairs, pieces, chunk)
+    model.eval()
+    index = {e: i for i, e in enumerate(tatoeba.references_of(pairs))}
+    sums = [[0.0, 0] for _ in index]
+    for i in range(0, len(pairs), chunk):
+        part = pairs[i: i + chunk]
+        ids, src_lengths, labels = join(tatoeba.encode_pairs(part, pieces))
+        logits = model(ids, src_lengths)
+        nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), labels, ignore_index=PAD,
+                                                reduction="none").double().sum(1)
+        for pair, loss, n in zip(part, nll.tolist(), (labels != PAD).sum(1).tolist(), strict=True):
+            sums[index[pair[0]]][0] += loss
+            sums[index[pair[0]]][1] += n
+    return sums
+
+
+def joined_pairs(pairs, k):
+    """Longer inputs from the pairs: each English sentence with its first reference (first-seen
+    order), then k consecutive ones joined, English by a space and French by a space (sentences
+    1-k, k+1-2k, ...; a last incomplete group is dropped). k = 1: the sentences themselves."""
+    firsts = [(e, refs[0]) for e, refs in tatoeba.references_of(pairs).items()]
+    return [tatoeba.Pair(" ".join(p[0] for p in firsts[i: i + k]), " ".join(p[1] for p in firsts[i: i + k]))
+            for i in range(0, len(firsts) - k + 1, k)]
+
+
+def joined_inputs(pairs, pieces, sizes=JOINED):
+    """{k: the encoded joined_pairs(pairs, k)}, each within MAX_POSITIONS positions (checked)."""
+    out = {}
+    for k in sizes:
+        encoded = tatoeba.encode_pairs(joined_pairs(pairs, k), pieces)
+        assert max(len(s) + 1 + len(t) for s, t in encoded) <= MAX_POSITIONS, k
+        out[k] = encoded
+    return out
+
+
+def _round(x, digits=5):
+    """Floats to `digits` significant digits, through lists and dicts (a small JSON)."""
+    if isinstance(x, float):
+        return float(f"{x:.{digits}g}")
+    if isinstance(x, list):
+        return [_round(v, digits) for v in x]
+    if isinstance(x, dict):
+        return {k: _round(v, digits) for k, v in x.items()}
+    return x
+
+
+def measure_run(name, w, state=None, runs=RUNS, text=True):
+    """What --measure keeps of one run, on its averaged weights at 2,000 steps: "dev_losses" and
+    "test_losses" (sentence_losses, sums rounded to 4 decimals), "dev_perplexity" (from them), the
+    runs JSON's ("runs_perplexity", None if its JSON is not in `runs`) and "vs_runs", dev / runs - 1
+    (under 1e-5 for a variant, asserted; the encoder–decoder's float16 weights move it), "test": greedy and
+    beam 4 texts (with text), BLEU (all references) and looped counts; for a decoder-only run
+    "source_share" on the joined test inputs {k: source_share}; "flops_per_pair" (mean over dev)."""
+    kind, seed = kind_of(name)
+    state = averaged_state(name) if state is None else state
+    pieces, (_, dev, test) = w["pieces"], w["split"]
+    model = model_of(kind, state, len(pieces.vocab))
+    row = {"kind": kind, "seed": seed,
+           "weights": "11's averaged_2000.pt (float16)" if kind == ENCODER_DECODER else
+           "mean of the last 5 checkpoints (float32)"}
+    for split_name, pairs in (("dev", dev), ("test", test)):
+        losses = sentence_losses(model, pairs, pieces)
+        row[f"{split_name}_perplexity"] = math.exp(sum(s for s, _ in losses) / sum(n for _, n in losses))
+        row[f"{split_name}_losses"] = [[round(s, 4), n] for s, n in losses]
+    source = pathlib.Path(runs) / f"{name}.json"
+    if kind == ENCODER_DECODER:
+        source = tatoeba.RUNS / f"recipe_s{seed}.json"
+    row["runs_perplexity"] = row["vs_runs"] = None
+    if source.exists():
+        at = [m for m in json.loads(source.read_text())["milestones"] if m["step"] == 2000]
+        if at:
+            row["runs_perplexity"] = at[0]["averaged"]["perplexity"]
+            row["vs_runs"] = row["dev_perplexity"] / row["runs_perplexity"] - 1
+            # the same float32 weights, summed per sentence instead of per token batch
+            assert kind == ENCODER_DECODER or abs(row["vs_runs"]) < 1e-5, (name, row["vs_runs"])
+    english = list(tatoeba.references_of(test))
+    references = list(tatoeba.references_of(test).values())
+    greedy, search = decoders(model)
+    row["test"] = {}
+    for how, k in (("greedy", 1), ("beam", 4)):
+        out, looped = tatoeba.translate(model, english, pieces, beam=k, greedy=greedy, search=search)
+        row["test"][how] = {"looped": looped, "bleu_all": tatoeba.bleu_all(out, references),
+                            **({"text": out} if text else {})}
+    if kind != ENCODER_DECODER:
+        row["source_share"] = {str(k): source_share(model, encoded)
+                               for k, encoded in w["joined"].items()}
+        for curves in row["source_share"].values():
+            del curves["uniform"], curves["pairs"]          # the same for every run: kept once
+    row["flops_per_pair"] = mean_flops(kind, tatoeba.encode_pairs(dev, pieces), len(pieces.vocab))
+    return _round(row)
+
+
+def kinds_section(w):
+    """What depends only on the kinds, not on the weights: FLOPs per pair (mean over dev), the KV
+    cache's bytes (measured on 8 dev sentences), and the joined test inputs' uniform shares."""
+    pieces, dev = w["pieces"], w["split"][1]
+    encoded_dev = tatoeba.encode_pairs(dev, pieces)
+    src = tatoeba.tensors([(pieces.ids(e), []) for e in list(tatoeba.references_of(dev))[:8]])[0]
+    kinds = {}
+    for kind in KINDS:
+        seed_all(0)
+        cache = cache_bytes(model_of(kind, n_vocab=len(pieces.vocab)), src)
+        positions = statistics.fmean(len(s) + (kind != ENCODER_DECODER) for s, _ in encoded_dev)
+        kinds[kind] = {"flops_per_pair_dev": mean_flops(kind, encoded_dev, len(pieces.vocab)), **cache,
+                       "once_mean_dev": cache["formula_per_position"] * positions}
+    model = model_of("prefix_2x512", n_vocab=len(pieces.vocab))     # uniform and pairs need no weights
+    inputs = {}
+    for k, encoded in w["joined"].items():
+        share = source_share(model, encoded)
+        inputs[str(k)] = {"uniform": share["uniform"], "pairs": share["pairs"], "n": len(encoded),
+                          "mean_positions": statistics.fmean(len(s) + 1 + len(t) for s, t in encoded)}
+    return _round({"kinds": kinds, "joined_test_inputs": inputs})
+
+
+def measure(names=None, out=MEASURES, runs=RUNS, threads=1, states=RUN_STATES, ed_states=ED_STATES):
+    """Measure every finished run of names (default: every kind x RUN_SEEDS) not yet in `out`,
+    adding each to the JSON as it is done (rerun it when more runs have finished)."""
+    torch.set_num_threads(threads)
+    names = names or [f"{k}_s{s}" for s in RUN_SEEDS for k in KINDS]
+    out = pathlib.Path(out)
+    data = json.loads(out.read_text()) if out.exists() else {"runs": {}}
+    w = None
+    for name in names:
+        if name in data["runs"]:
+            print(f"{name}: measured already", flush=True)
+            continue
+        if not finished(name, states, ed_states):
+            print(f"{name}: not finished, skipped", flush=True)
+            continue
+        if w is None:
+            w = tatoeba.world()
+            w["joined"] = joined_inputs(w["split"][2], w["pieces"])
+            if "kinds" not in data:
+                data.update(kinds_section(w))
+        begin = time.time()
+        data["runs"][name] = measure_run(name, w, averaged_state(name, states, ed_states), runs)
+        r = data["runs"][name]
+        print(f"{name}: {time.time() - begin:.0f} s; dev perplexity {r['dev_perplexity']} "
+              f"(runs JSON {r['runs_perplexity']}), test BLEU greedy {r['test']['greedy']['bleu_all']:.2f} "
+              f"beam {r['test']['beam']['bleu_all']:.2f}", flush=True)
+        data["runs"] = dict(sorted(data["runs"].items()))
+        out.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n")
+    if out.exists():
+        print(f"{out}: {len(data['runs'])} runs, {out.stat().st_size / 1e3:.0f} kB", flush=True)
+    return data
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Notebook 12's decoder-only runs.")
     parser.add_argument("--runs", nargs="*", metavar="VARIANT_sSEED",
@@ -306,10 +603,18 @@ def main(argv=None):
     parser.add_argument("--time", type=int, metavar="STEPS",
                         help="time STEPS training steps of each variant and of 11's encoder-decoder")
     parser.add_argument("--counts", action="store_true", help="print the non-embedding parameter counts")
+    parser.add_argument("--measure", nargs="*", metavar="KIND_sSEED",
+                        help="measure these finished runs (default: every variant and encoder_decoder x "
+                        f"seeds {RUN_SEEDS}) on their averaged weights at 2,000 steps, skipping those "
+                        "measured already or not finished: helpers/tasks/data/decoder_only_measures.json")
+    parser.add_argument("--runs-json", default=str(RUNS),
+                        help="the folder of the runs' JSONs whose dev perplexity --measure compares with")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
-    if args.runs is None and args.time is None and not args.counts:
-        parser.error("nothing to do: pass --runs, --time or --counts")
+    if args.runs is None and args.time is None and not args.counts and args.measure is None:
+        parser.error("nothing to do: pass --runs, --time, --counts or --measure")
+    if args.measure is not None:
+        measure(args.measure or None, runs=args.runs_json, threads=args.threads)
     if args.counts:
         check_counts(len(tatoeba.world()["pieces"].vocab))
     if args.time is not None:
