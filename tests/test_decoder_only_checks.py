@@ -374,3 +374,48 @@ def test_the_check_keeps_the_learners_random_state(capsys):
     torch.manual_seed(3)
     printed(capsys, check_prefix_lm_mask, right_broadcast)
     assert torch.equal(torch.rand(2), expected)
+
+
+# --- the three questions ------------------------------------------------------------------------
+
+def _visible_count(rule, s=checks.Q1_SOURCE, t=checks.Q1_TARGET):
+    """Visible (query, key) pairs of one `source, <s>, target` sequence under rule(i, j) -> visible."""
+    n = s + 1 + t
+    return sum(rule(i, j, s) for i in range(n) for j in range(n))
+
+
+def test_question_1_right_and_each_mistake_written_independently(capsys):
+    right = _visible_count(lambda i, j, s: j <= s or j <= i)
+    assert printed(capsys, checks.check_visible_question, right).startswith("Check passed")
+    wrong = {
+        "causal mask's count": _visible_count(lambda i, j, s: j <= i),
+        "target must not read its future": _visible_count(lambda i, j, s: True),
+        "stops before the separator": _visible_count(lambda i, j, s: j < s or j <= i),
+        "prefix's own block only": _visible_count(lambda i, j, s: i <= s and j <= s),
+        "reads itself too": _visible_count(lambda i, j, s: j <= s or j < i),
+        "counts the hidden pairs": _visible_count(lambda i, j, s: not (j <= s or j <= i)),
+    }
+    assert len(set(wrong.values()) | {right}) == len(wrong) + 1
+    for words, value in wrong.items():
+        line = printed(capsys, checks.check_visible_question, value)
+        assert words in line and str(right) not in line, (words, line)
+    for odd in (None, "60", [60], float("nan"), 59.5, torch.tensor([1, 2])):
+        line = assert_survives(capsys, checks.check_visible_question, odd)
+        assert not line.startswith("Check passed"), (odd, line)
+
+
+@pytest.mark.parametrize("check, options", [
+    (checks.check_cost_question, ("every block reads both", "more parameters", "the prefix mask",
+                                  "a larger vocabulary")),
+    (checks.check_share_question, ("more keys to share", "the cache drops the source", "positions restart",
+                                   "dropout")),
+])
+def test_questions_2_and_3(check, options, capsys):
+    lines = [printed(capsys, check, option) for option in options]
+    assert lines[0].startswith("Check passed")
+    assert all(not line.startswith("Check passed") for line in lines[1:])
+    assert len(set(lines)) == len(lines)
+    for wrong_line in lines[1:]:
+        assert options[0] not in wrong_line
+    for odd in (None, "", "every block", 3, ["dropout"]):
+        assert not assert_survives(capsys, check, odd).startswith("Check passed")

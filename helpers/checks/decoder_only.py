@@ -1,13 +1,15 @@
-"""Checks for notebook 12, one stack instead of two: the prefix LM's mask.
+"""Checks for notebook 12, one stack instead of two: the prefix LM's mask, and three questions.
 
 The check runs the learner's mask on batches of pairs whose right answer it knows, and recognises a
 typical mistake by computing what that mistake returns on the same batches and comparing.
 """
 
+import codecs
+
 import torch
 
 import helpers.decoder_only
-from helpers.checks import Hint, Passed, call, checker, exercise
+from helpers.checks import Hint, Passed, call, checker, choice, exercise, number
 
 NAME = "my_prefix_lm_mask(src_lengths, n, padding)"
 
@@ -225,3 +227,109 @@ def check_prefix_lm_mask(fn):
 # The exercise, for tests/test_routes.py: the reference, and an answer that borrows it.
 exercise(check_prefix_lm_mask, helpers.decoder_only.prefix_lm_mask,
          lambda f: lambda src_lengths, n, padding=None: f(src_lengths, n, padding))
+
+
+# --- Check your understanding ---------------------------------------------------------------------
+
+def _plain(question):
+    """A question's dict (right, why, wrong) with every text decoded from rot13 (the answers stay out
+    of sight for a learner reading this module)."""
+    def text(s):
+        return codecs.decode(s, "rot13")
+    return {"right": text(question["right"]), "why": text(question["why"]),
+            "wrong": {text(k): text(v) for k, v in question["wrong"].items()}}
+
+
+# Question 1: a pair of Q1_SOURCE source pieces and Q1_TARGET target pieces, as `source, <s>, target`.
+Q1_SOURCE, Q1_TARGET = 5, 3
+
+
+def _visible(hidden):
+    return int((~hidden).sum())
+
+
+def _q1_values():
+    """The right count and each typical mistake's, computed from the masks themselves."""
+    s, n = Q1_SOURCE, Q1_SOURCE + 1 + Q1_TARGET
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    right = _visible(helpers.decoder_only.prefix_lm_mask(torch.tensor([s]), n)[0])
+    mistakes = {
+        _visible(helpers.decoder_only.causal_lm_mask(n)):
+            "That is the causal mask's count: in the prefix LM the source also reads the source after it "
+            "and the separator.",
+        n * n: "That leaves every pair visible: the target must not read its future.",
+        _visible((j > i) & (j >= s)):
+            "Your prefix stops before the separator: <s> belongs to the prefix, which every query reads.",
+        (s + 1) ** 2: "That counts the prefix's own block only: the target's queries read keys too (the "
+                      "prefix and their own past).",
+        _visible((j >= i) & (j > s)):
+            "A target query reads itself too (j <= i), as in every causal mask.",
+        n * n - right: "That counts the hidden pairs; the question asks for the visible ones.",
+    }
+    mistakes.pop(right, None)
+    return right, mistakes
+
+
+@checker
+def check_visible_question(answer):
+    """How many (query, key) pairs the prefix mask leaves visible for a 5-piece source, 3-piece target."""
+    value = number(answer, "answer_1")
+    right, mistakes = _q1_values()
+    if value == right:
+        return Passed("The 6 prefix rows read the 6 prefix keys (36), and the 3 target rows read the prefix "
+                      "and their past (7 + 8 + 9 = 24).")
+    for wrong, hint in mistakes.items():
+        if value == wrong:
+            return hint
+    return ("Count row by row: a query in the prefix (the source and <s>) reads every prefix key; a target "
+            "query reads the prefix and the target up to itself.")
+
+
+_COST_QUESTION = _plain(dict(
+    right='rirel oybpx ernqf obgu',
+    why='Rirel oybpx bs gur qrpbqre-bayl zbqry ernqf gur jubyr frdhrapr, Ratyvfu naq Serapu, jurer rnpu '
+        'fgnpx bs gur rapbqre-qrpbqre ernqf bar fvqr: jvgu gur fnzr cnenzrgref, nobhg 1.75 gvzrf gur '
+        'SYBCf cre cnve, naq 1.7 gvzrf gur gvzr cre fgrc urer.',
+    wrong={
+        'zber cnenzrgref':
+            'Gur gjb zbqryf jrer zngpurq ba cnenzrgref: 924,672 ntnvafg 925,696 bhgfvqr gur rzorqqvat '
+            '(frpgvba 3). Gur pbfg pbzrf sebz jung rnpu oybpx ernqf.',
+        'gur cersvk znfx':
+            'N znfx uvqrf fpberf nsgre gurl ner pbzchgrq; gur pnhfny YZ, jvgu nabgure znfx, pbfgf nobhg nf '
+            'zhpu cre fgrc (frpgvba 5). Gur pbfg pbzrf sebz jung rnpu oybpx ernqf.',
+        'n ynetre ibpnohynel':
+            "Obgu zbqryf hfr abgrobbx 11'f 2,102 cvrprf naq gur fnzr gvrq rzorqqvat (frpgvba 1). Gur pbfg "
+            "pbzrf sebz jung rnpu oybpx ernqf.",
+    },
+))
+
+
+@checker
+def check_cost_question(answer):
+    """Why one stack at equal parameters costs more per training step."""
+    return choice(answer, "answer_2", **_COST_QUESTION)
+
+
+_SHARE_QUESTION = _plain(dict(
+    right='zber xrlf gb funer',
+    why='Ng gnetrg cbfvgvba g n dhrel frrf f fbhepr cvrprf, gur frcnengbe naq g gnetrg cvrprf; vgf '
+        'jrvtugf fhz gb 1, fb n ernqvat gung fcernqf rirayl tvirf gur fbhepr f / (f + 1 + g), juvpu snyyf nf g '
+        'tebjf. Snqvat zrnaf snyyvat orybj gung yvar.',
+    wrong={
+        'gur pnpur qebcf gur fbhepr':
+            'Gur pnpur xrrcf rirel xrl bs gur fbhepr sbe gur jubyr qrpbqvat (frpgvba 5); gur funerf va '
+            'frpgvba 6 ner rira zrnfherq jvgubhg n pnpur, grnpure sbeprq.',
+        'cbfvgvbaf erfgneg':
+            'Cbfvgvbaf pbagvahr sebz gur fbhepr vagb gur gnetrg urer (frpgvba 1), naq gur havsbez funer '
+            'qbrf abg qrcraq ba cbfvgvbaf ng nyy: pbhag gur xrlf n dhrel frrf.',
+        'qebcbhg':
+            'Gur funerf ner zrnfherq va riny zbqr, jvgu ab qebcbhg; pbhag gur xrlf n dhrel ng cbfvgvba g '
+            'frrf.',
+    },
+))
+
+
+@checker
+def check_share_question(answer):
+    """Why the share of attention on the source falls along the output even for an even reading."""
+    return choice(answer, "answer_3", **_SHARE_QUESTION)

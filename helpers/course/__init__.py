@@ -38,6 +38,9 @@ NOTEBOOKS = [
     ("11_real_sentences", "Real sentences",
      "English to French from Tatoeba: a split by sentence, shared pieces, BLEU with several references, "
      "the recipe's parts measured."),
+    ("12_decoder_only", "Decoder-only vs encoder–decoder",
+     "One stack instead of two: prefix and causal LMs trained on 11's sentences and measured against the "
+     "encoder–decoder."),
 ]
 
 

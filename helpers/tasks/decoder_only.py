@@ -17,7 +17,10 @@ decoder-only model (helpers.decoder_only), trained and measured like 11's encode
   run in ``data/decoder_only_runs/``; the seed-0 averaged model at 2,000 steps of each variant in
   ``<states>/<variant>_s0/averaged_2000.pt`` (float16). The encoder–decoder it is compared with is
   11's recipe run at its milestone 2000 (tatoeba.run_variant), not trained again here.
-- ``time_steps`` (``--time``): milliseconds per training step of each variant and of 11's model.
+- ``time_steps`` (``--time``): milliseconds per training step of each variant and of 11's model,
+  stored in the measures JSON (``store_step_times``).
+- ``SHIPPED`` / ``load_shipped``: the one decoder-only model shipped (the prefix LM at equal
+  parameters, seed 0, averaged at 2,000 steps, float16, 2.4 MB); ``load_measures``.
 - Measured after the runs, on their averaged weights at 2,000 steps (``averaged_state``):
   ``flops_per_pair`` (06's counting), ``cache_bytes`` (the KV caches' tensors), ``decoding_times``,
   ``sentence_losses``, ``joined_pairs`` (longer inputs) and helpers.decoder_only.source_share;
@@ -62,6 +65,8 @@ MILESTONES = (500, 1000, 1500, 2000)
 TEXT_AT = (1500, 2000)          # milestones whose decodings are stored (for BLEU, chrF, bootstrap)
 RUN_SEEDS = (0, 1, 2)
 SAVE_AT = 2000                  # the seed-0 averaged model of each variant is kept at this step
+SHIPPED = ("prefix_4x640", tatoeba.CHECKPOINTS / "tatoeba_prefix_lm.pt")   # the shipped decoder-only model:
+# prefix_4x640 seed 0, its last 5 checkpoints at 2,000 steps averaged, float16 (averaged_2000.pt)
 
 
 # --- one sequence per pair ---------------------------------------------------------------------
@@ -131,6 +136,12 @@ def load_model(pieces, variant, path):
     model = new_model(len(pieces.vocab), variant)
     model.load_state_dict({k: v.float() for k, v in torch.load(path, weights_only=True).items()})
     return model.eval()
+
+
+def load_shipped(pieces):
+    """The shipped decoder-only model (SHIPPED: the prefix LM at equal parameters, seed 0, averaged
+    at 2,000 steps), float32, eval mode."""
+    return load_model(pieces, *SHIPPED)
 
 
 def parameter_counts(n_vocab):
@@ -561,6 +572,21 @@ def kinds_section(w):
     return _round({"kinds": kinds, "joined_test_inputs": inputs})
 
 
+def load_measures(path=MEASURES):
+    """The JSON --measure and --time write: {"runs": {name: ...}, "kinds": ..., "joined_test_inputs":
+    ..., "ms_per_step": ...}."""
+    return json.loads(pathlib.Path(path).read_text())
+
+
+def store_step_times(times, steps, threads, out=MEASURES):
+    """Add time_steps' result to the measures JSON under "ms_per_step" (with how it was measured)."""
+    out = pathlib.Path(out)
+    data = json.loads(out.read_text()) if out.exists() else {"runs": {}}
+    data["ms_per_step"] = {"steps": steps, "threads": threads, "torch": torch.__version__,
+                           "ms": {k: round(v, 1) for k, v in times.items()}}
+    out.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+
 def measure(names=None, out=MEASURES, runs=RUNS, threads=1, states=RUN_STATES, ed_states=ED_STATES):
     """Measure every finished run of names (default: every kind x RUN_SEEDS) not yet in `out`,
     adding each to the JSON as it is done (rerun it when more runs have finished)."""
@@ -601,7 +627,8 @@ def main(argv=None):
                         f"{STEPS:,} steps each, measured on the development split, resumable; several "
                         "commands can work down the same list")
     parser.add_argument("--time", type=int, metavar="STEPS",
-                        help="time STEPS training steps of each variant and of 11's encoder-decoder")
+                        help="time STEPS training steps of each variant and of 11's encoder-decoder "
+                        "(on a machine doing nothing else), into the measures JSON")
     parser.add_argument("--counts", action="store_true", help="print the non-embedding parameter counts")
     parser.add_argument("--measure", nargs="*", metavar="KIND_sSEED",
                         help="measure these finished runs (default: every variant and encoder_decoder x "
@@ -618,7 +645,7 @@ def main(argv=None):
     if args.counts:
         check_counts(len(tatoeba.world()["pieces"].vocab))
     if args.time is not None:
-        time_steps(steps=args.time, threads=args.threads)
+        store_step_times(time_steps(steps=args.time, threads=args.threads), args.time, args.threads)
     if args.runs is not None:
         names = args.runs or run_names()
         unknown = [n for n in names if n.rsplit("_s", 1)[0] not in VARIANTS]
