@@ -313,8 +313,8 @@ def check_cost_question(answer):
 _SHARE_QUESTION = _plain(dict(
     right='zber xrlf gb funer',
     why='Ng gnetrg cbfvgvba g n dhrel frrf f fbhepr cvrprf, gur frcnengbe naq g gnetrg cvrprf; vgf '
-        'jrvtugf fhz gb 1, fb n ernqvat gung fcernqf rirayl tvirf gur fbhepr f / (f + 1 + g), juvpu snyyf nf g '
-        'tebjf. Snqvat zrnaf snyyvat orybj gung yvar.',
+        'jrvtugf fhz gb 1, fb n ernqvat gung fcernqf rirayl tvirf gur fbhepr f / (f + 1 + g), juvpu '
+        'snyyf nf g tebjf. Snqvat zrnaf snyyvat orybj gung yvar.',
     wrong={
         'gur pnpur qebcf gur fbhepr':
             'Gur pnpur xrrcf rirel xrl bs gur fbhepr sbe gur jubyr qrpbqvat (frpgvba 5); gur funerf va '
