@@ -270,14 +270,18 @@ def _q1_values():
     return right, mistakes
 
 
+_VISIBLE_WHY = codecs.decode(
+    'Gur 6 cersvk ebjf ernq gur 6 cersvk xrlf (36), naq gur 3 gne'
+    'trg ebjf ernq gur cersvk naq gurve cnfg (7 + 8 + 9 = 24).', "rot13")
+
+
 @checker
 def check_visible_question(answer):
     """How many (query, key) pairs the prefix mask leaves visible for a 5-piece source, 3-piece target."""
     value = number(answer, "answer_1")
     right, mistakes = _q1_values()
     if value == right:
-        return Passed("The 6 prefix rows read the 6 prefix keys (36), and the 3 target rows read the prefix "
-                      "and their past (7 + 8 + 9 = 24).")
+        return Passed(_VISIBLE_WHY)
     for wrong, hint in mistakes.items():
         if value == wrong:
             return hint
