@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from helpers.attention import causal_mask, merge_heads, padding_mask, split_heads
-from helpers.decoding import search
+from helpers.decoding import search, write
 from helpers.layers import EncoderLayer
 from helpers.model import keep_attention_weights
 from helpers.positions import sinusoidal_positions
@@ -208,21 +208,19 @@ def greedy_decode(model, src, max_len=None, use_cache=True, stop=True):
     was_training = model.training
     model.eval()
     max_len = src.shape[1] + 1 if max_len is None else max_len
-    ys = torch.full((src.shape[0], 1), BOS)
-    done = torch.zeros(src.shape[0], dtype=torch.bool)
+    rows = torch.arange(src.shape[0])
     if use_cache:
-        logits, cache = start(model, src)
-    for _ in range(max_len):
+        first, cache = start(model, src)
+
+    def next_logits(ys):
         if not use_cache:
             ids, src_lengths = joined(src, ys, model.pad)
-            logits = model(ids, src_lengths)[torch.arange(src.shape[0]), src_lengths + ys.shape[1] - 1]
-        elif ys.shape[1] > 1:
-            logits = step(model, ys[:, -1], cache)
-        nxt = logits.argmax(-1)
-        ys = torch.cat([ys, nxt[:, None]], dim=1)
-        done |= nxt == EOS
-        if stop and done.all():
-            break
+            return model(ids, src_lengths)[rows, src_lengths + ys.shape[1] - 1]
+        if ys.shape[1] == 1:                      # only <s>: read at the separator already
+            return first
+        return step(model, ys[:, -1], cache)
+
+    ys = write(next_logits, src.shape[0], max_len, lambda logits: logits.argmax(-1), stop)
     model.train(was_training)
     return ys
 

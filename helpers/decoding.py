@@ -10,6 +10,8 @@ and the key/value cache that makes each new token cost one position instead of a
   apart from k alive ones, as tensor2tensor (the paper's code) does.
 - ``KVCache`` and ``decode_step(model, token, cache)``: incremental decoding that keeps each
   decoder layer's keys and values; ``greedy_decode(model, src, cache=True)`` uses it.
+- ``write(next_logits, rows, max_len, pick)``: the left-to-right loop greedy and sampled decoding
+  share, here and in helpers.decoder_only (one step function per model).
 - ``sampling_probs``, ``draw`` and ``sample_decode``: sampling with a temperature and top-k, the
   way chat models write, reproducible with a seeded ``torch.Generator``.
 
@@ -322,19 +324,29 @@ def _write(model, src, pick, max_len=None, use_cache=True, stop=True):
     mask = model.memory_mask(src)
     memory = model.encode(src, mask)
     cache = KVCache(model, memory, mask) if use_cache else None
-    ys = torch.full((src.shape[0], 1), BOS)
-    done = torch.zeros(src.shape[0], dtype=torch.bool)
-    for _ in range(max_len):
+
+    def next_logits(ys):
         if use_cache:
-            logits = decode_step(model, ys[:, -1], cache)
-        else:
-            logits = model.decode(ys, memory, memory_mask=mask)[:, -1]
-        nxt = pick(logits)
+            return decode_step(model, ys[:, -1], cache)
+        return model.decode(ys, memory, memory_mask=mask)[:, -1]
+
+    ys = write(next_logits, src.shape[0], max_len, pick, stop)
+    model.train(was_training)
+    return ys
+
+
+def write(next_logits, rows, max_len, pick, stop=True):
+    """The loop every left-to-right decoder shares: next_logits(ys) gives the logits (rows, vocab)
+    of the token after ys (rows, 1 + t), pick(logits) each row's next token; at most max_len
+    tokens, stopping when every row has written </s> (with stop). -> ys (rows, 1 + steps), <s> first."""
+    ys = torch.full((rows, 1), BOS)
+    done = torch.zeros(rows, dtype=torch.bool)
+    for _ in range(max_len):
+        nxt = pick(next_logits(ys))
         ys = torch.cat([ys, nxt[:, None]], dim=1)
         done |= nxt == EOS
         if stop and done.all():
             break
-    model.train(was_training)
     return ys
 
 

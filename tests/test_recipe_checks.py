@@ -747,3 +747,17 @@ def test_a_floor_for_32000_tokens_is_named(capsys):
     for value in (floor_32k, round(floor_32k, 3), round(floor_32k, 2)):
         line = printed(capsys, check_smoothing_floor, value)
         assert "32,000 tokens" in line and "use n_vocab = 37,000" in line, (value, line)
+
+
+def test_the_shared_decoding_loop_is_refused(small_model, capsys):
+    """helpers.decoding.write, the loop greedy_decode (and notebook 12's decoder-only model) runs, is
+    the reference's code under another name."""
+    def my_greedy_decode(model, src):
+        model.eval()
+        mask = model.memory_mask(src)
+        memory = model.encode(src, mask)
+        ys = decoding.write(lambda ys: model.decode(ys, memory, memory_mask=mask)[:, -1], src.shape[0],
+                            src.shape[1] + 50, lambda logits: logits.argmax(-1))
+        return pad_after_eos(ys)
+    line = printed(capsys, check_greedy_decode, my_greedy_decode, small_model)
+    assert "helpers.decoding.write" in line and not line.startswith(PASSED), line

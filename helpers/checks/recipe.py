@@ -434,6 +434,7 @@ EXTRA = 50                   # the paper's limit: input length + 50 tokens (§6.
 DECODE_REFERENCE = [
     (decoding, "greedy_decode", "helpers.decoding.greedy_decode"),
     (decoding, "_write", "helpers.decoding._write, the loop of greedy_decode"),
+    (decoding, "write", "helpers.decoding.write, the decoding loop every model shares"),
     (decoding, "sample_decode", "helpers.decoding.sample_decode (greedy with top_k=1)"),
     (decoding, "beam_search", "helpers.decoding.beam_search"),
     (decoding, "beam_search_all", "helpers.decoding.beam_search_all"),
