@@ -9,7 +9,7 @@ import codecs
 import torch
 
 import helpers.decoder_only
-from helpers.checks import Hint, Passed, call, checker, choice, exercise, number
+from helpers.checks import Hint, Passed, call, checker, choice, exercise, number, plain
 
 NAME = "my_prefix_lm_mask(src_lengths, n, padding)"
 
@@ -231,14 +231,8 @@ exercise(check_prefix_lm_mask, helpers.decoder_only.prefix_lm_mask,
 
 # --- Check your understanding ---------------------------------------------------------------------
 
-def _plain(question):
-    """A question's dict (right, why, wrong) with every text decoded from rot13 (the answers stay out
-    of sight for a learner reading this module)."""
-    def text(s):
-        return codecs.decode(s, "rot13")
-    return {"right": text(question["right"]), "why": text(question["why"]),
-            "wrong": {text(k): text(v) for k, v in question["wrong"].items()}}
-
+# The questions' answers, explanations and hints are written in rot13 (helpers.checks.plain reads
+# them): the answers stay out of sight for a learner reading this module.
 
 # Question 1: a pair of Q1_SOURCE source pieces and Q1_TARGET target pieces, as `source, <s>, target`.
 Q1_SOURCE, Q1_TARGET = 5, 3
@@ -289,7 +283,7 @@ def check_visible_question(answer):
             "query reads the prefix and the target up to itself.")
 
 
-_COST_QUESTION = _plain(dict(
+_COST_QUESTION = plain(dict(
     right='rirel oybpx ernqf obgu',
     why='Rirel oybpx bs gur qrpbqre-bayl zbqry ernqf gur jubyr frdhrapr, Ratyvfu naq Serapu, jurer rnpu '
         'fgnpx bs gur rapbqre-qrpbqre ernqf bar fvqr: jvgu gur fnzr cnenzrgref, nobhg 1.75 gvzrf gur '
@@ -314,7 +308,7 @@ def check_cost_question(answer):
     return choice(answer, "answer_2", **_COST_QUESTION)
 
 
-_SHARE_QUESTION = _plain(dict(
+_SHARE_QUESTION = plain(dict(
     right='zber xrlf gb funer',
     why='Ng gnetrg cbfvgvba g n dhrel frrf f fbhepr cvrprf, gur frcnengbe naq g gnetrg cvrprf; vgf '
         'jrvtugf fhz gb 1, fb n ernqvat gung fcernqf rirayl tvirf gur fbhepr f / (f + 1 + g), juvpu '

@@ -1,7 +1,6 @@
 """Checks for notebook 11 (real sentences): the split by English sentence, BLEU with several
 references, and the questions of "Check your understanding"."""
 
-import codecs
 import math
 import random
 from collections import Counter
@@ -9,7 +8,7 @@ from collections import Counter
 import torch
 
 from helpers import bleu as course_bleu
-from helpers.checks import Hint, Passed, call, checker, choice, exercise, number
+from helpers.checks import Hint, Passed, call, checker, choice, exercise, number, plain
 from helpers.checks.translation import _bleu_references
 from helpers.tasks import tatoeba
 
@@ -388,17 +387,9 @@ SEVERAL_PASSED = ("Your BLEU equals the course's on three corpora of one to four
 
 # --- Check your understanding -------------------------------------------------------------------
 
-# The questions' right answers, explanations and hints are written in rot13 (codecs.encode(text,
-# "rot13") makes them, _plain reads them): `check_x??` leads to this module, which should not show
-# the answers at a glance. The tie question's answer is computed from its lengths.
-
-
-def _plain(question):
-    """A question's dict (right, why, wrong) with every text decoded from rot13."""
-    def text(s):
-        return codecs.decode(s, "rot13")
-    return {"right": text(question["right"]), "why": text(question["why"]),
-            "wrong": {text(k): text(v) for k, v in question["wrong"].items()}}
+# The questions' right answers, explanations and hints are written in rot13 (helpers.checks.plain
+# reads them): `check_x??` leads to this module, which should not show the answers at a glance.
+# The tie question's answer is computed from its lengths.
 
 
 # Question 1: a hypothesis of 7 tokens, references of these lengths: which length enters r?
@@ -441,7 +432,7 @@ def check_tie_length(answer):
     return "Take the reference length closest to the hypothesis's length; a tie goes to the shorter."
 
 
-_LEAK_QUESTION = _plain(dict(
+_LEAK_QUESTION = plain(dict(
     right="frra va genvavat",
     why="N fcyvg ol cnve chgf nabgure genafyngvba bs n grfg fragrapr va genvavat:"
         " gur zbqry vf grfgrq ba Ratyvfu vg jnf genvarq ba, naq vgf fpber fnlf "
@@ -466,7 +457,7 @@ def check_leak_question(answer):
     return choice(answer, "answer_2", **_LEAK_QUESTION)
 
 
-_BLIND_QUESTION = _plain(dict(
+_BLIND_QUESTION = plain(dict(
     right="nqq ersreraprf",
     why="OYRH pbhagf a-tenzf funerq jvgu gur ersreraprf vg unf: n evtug "
         "genafyngvba gung abar bs gurz ubyqf ybfrf cbvagf, naq bayl zber "
