@@ -41,8 +41,7 @@ import torch
 
 from helpers import counting, decoding, seed_all
 from helpers.decoder_only import DecoderOnly, beam_search, greedy_decode, source_share, start, step
-from helpers.distributed import token_batches
-from helpers.recipe import adam_with_warmup, average_weights, cross_entropy, smoothed_loss
+from helpers.recipe import adam_with_warmup, average_weights, smoothed_loss
 from helpers.recipe import train_step as recipe_train_step
 from helpers.tasks import tatoeba
 from helpers.tasks.runs import summary, train_resumable, work_down
@@ -175,17 +174,17 @@ def check_counts(n_vocab):
 
 # --- measured like tatoeba.decodings -------------------------------------------------------------
 
-@torch.no_grad()
+def teacher_forced(encoded):
+    """Encoded pairs -> (the model's inputs, the labels): ((ids, src_lengths), labels), as join
+    makes them: the form tatoeba.perplexity and tatoeba.sentence_losses take."""
+    ids, src_lengths, labels = join(encoded)
+    return (ids, src_lengths), labels
+
+
 def perplexity(model, encoded, budget=tatoeba.BUDGET):
     """exp of the mean cross-entropy per target token (``target, </s>``, as the encoder–decoder's
-    tgt_out; no smoothing), teacher forced, eval mode, in 11's token batches."""
-    total = count = 0.0
-    for b in token_batches(encoded, budget, tatoeba.lengths):
-        ids, src_lengths, labels = join(b)
-        n = int((labels != PAD).sum())
-        total += cross_entropy(model, ids, src_lengths, labels, PAD) * n
-        count += n
-    return math.exp(total / count)
+    tgt_out; no smoothing), teacher forced, eval mode, in 11's token batches (tatoeba.perplexity)."""
+    return tatoeba.perplexity(model, encoded, budget, batch=teacher_forced)
 
 
 def decodings(state, pieces, pairs, variant, text=True):
@@ -457,21 +456,8 @@ def sentence_losses(model, pairs, pieces, chunk=64):
     order), [the summed cross-entropy of all its references' target tokens (target, </s>), their
     number], teacher forced, eval mode, no smoothing: the rows bootstrap.paired(metric=
     "perplexity") draws from."""
-    if not isinstance(model, DecoderOnly):
-        return tatoeba.sentence_losses(model, pairs, pieces, chunk)
-    model.eval()
-    index = {e: i for i, e in enumerate(tatoeba.references_of(pairs))}
-    sums = [[0.0, 0] for _ in index]
-    for i in range(0, len(pairs), chunk):
-        part = pairs[i: i + chunk]
-        ids, src_lengths, labels = join(tatoeba.encode_pairs(part, pieces))
-        logits = model(ids, src_lengths)
-        nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), labels, ignore_index=PAD,
-                                                reduction="none").double().sum(1)
-        for pair, loss, n in zip(part, nll.tolist(), (labels != PAD).sum(1).tolist(), strict=True):
-            sums[index[pair[0]]][0] += loss
-            sums[index[pair[0]]][1] += n
-    return sums
+    batch = teacher_forced if isinstance(model, DecoderOnly) else tatoeba.teacher_forced
+    return tatoeba.sentence_losses(model, pairs, pieces, chunk, batch=batch)
 
 
 def joined_pairs(pairs, k):

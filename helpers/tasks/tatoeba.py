@@ -307,33 +307,41 @@ def bleu_first(hypotheses, references):
     return sacrebleu_score(hypotheses, [r[0] for r in references], tokenize="13a", smooth_method="exp")
 
 
+def teacher_forced(encoded):
+    """Encoded pairs -> (the model's inputs, the labels): ((src, tgt_in), tgt_out), 09's pipeline."""
+    src, tgt_in, tgt_out = tensors(encoded)
+    return (src, tgt_in), tgt_out
+
+
 @torch.no_grad()
-def perplexity(model, encoded, budget=BUDGET):
-    """exp of the mean cross-entropy per target token (no smoothing), teacher forced, eval mode."""
+def perplexity(model, encoded, budget=BUDGET, batch=teacher_forced):
+    """exp of the mean cross-entropy per target token (no smoothing), teacher forced, eval mode.
+    batch: encoded pairs -> (the model's inputs, the labels), PAD where nothing is scored (another
+    kind of model, notebook 12's, brings its own)."""
     total = count = 0.0
     for b in token_batches(encoded, budget, lengths):
-        src, tgt_in, tgt_out = tensors(b)
-        n = int((tgt_out != PAD).sum())
-        total += cross_entropy(model, src, tgt_in, tgt_out, PAD) * n
+        inputs, labels = batch(b)
+        n = int((labels != PAD).sum())
+        total += cross_entropy(model, *inputs, labels, PAD) * n
         count += n
     return math.exp(total / count)
 
 
 @torch.no_grad()
-def sentence_losses(model, pairs, pieces, chunk=64):
+def sentence_losses(model, pairs, pieces, chunk=64, batch=teacher_forced):
     """For each English sentence of pairs (first-seen order): [the summed cross-entropy of all its
     references' target tokens, their number] (teacher forced, eval mode, no smoothing), so that a
-    bootstrap over sentences can recompute the perplexity of any draw."""
+    bootstrap over sentences can recompute the perplexity of any draw. batch: as perplexity's."""
     model.eval()
     index = {e: i for i, e in enumerate(references_of(pairs))}
     sums = [[0.0, 0] for _ in index]
     for i in range(0, len(pairs), chunk):
         part = pairs[i: i + chunk]
-        src, tgt_in, tgt_out = tensors(encode_pairs(part, pieces))
-        logits = model(src, tgt_in)
-        nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), tgt_out, ignore_index=PAD,
+        inputs, labels = batch(encode_pairs(part, pieces))
+        logits = model(*inputs)
+        nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), labels, ignore_index=PAD,
                                                 reduction="none").double().sum(1)
-        for pair, loss, n in zip(part, nll.tolist(), (tgt_out != PAD).sum(1).tolist(), strict=True):
+        for pair, loss, n in zip(part, nll.tolist(), (labels != PAD).sum(1).tolist(), strict=True):
             sums[index[pair[0]]][0] += loss
             sums[index[pair[0]]][1] += n
     return sums
