@@ -189,21 +189,13 @@ def perplexity(model, encoded, budget=tatoeba.BUDGET):
 
 def decodings(state, pieces, pairs, variant, text=True):
     """A state dict's perplexity on pairs and its greedy and beam-4 decodings of their English
-    sentences (each once, first-seen order), as tatoeba.decodings: {"perplexity", "greedy":
-    {"looped", "bleu_all", "text"}, "beam": ...}."""
+    sentences, as tatoeba.decodings (tatoeba.measured with this model's batches and decoders; no
+    per-sentence losses: --measure adds them): {"perplexity", "greedy": {"looped", "bleu_all",
+    "text"}, "beam": ...}."""
     model = new_model(len(pieces.vocab), variant)
     model.load_state_dict(state)
-    model.eval()
-    groups = tatoeba.references_of(pairs)
-    english = list(groups)
-    row = {"perplexity": perplexity(model, tatoeba.encode_pairs(pairs, pieces))}
-    for name, k in (("greedy", 1), ("beam", 4)):
-        out, looped = tatoeba.translate(model, english, pieces, beam=k, greedy=greedy_decode,
-                                        search=beam_search)
-        row[name] = {"looped": looped, "bleu_all": tatoeba.bleu_all(out, list(groups.values()))}
-        if text:
-            row[name]["text"] = out
-    return row
+    return tatoeba.measured(model, pieces, pairs, text, losses=False, batch=teacher_forced,
+                            greedy=greedy_decode, search=beam_search)
 
 
 # --- the runs ------------------------------------------------------------------------------------

@@ -367,23 +367,31 @@ def world():
     return {"split": (train_pairs, dev, test), "pieces": pieces_for()}
 
 
-def decodings(state, pieces, pairs, p, text=True):
-    """A state dict's perplexity on pairs and its greedy and beam-4 decodings of their English
-    sentences (each once, first-seen order): {"perplexity", "greedy": {"looped", "bleu_all",
-    "text"}, "beam": ...}; with text, also each sentence's "losses" (sentence_losses)."""
-    model = new_model(len(pieces.vocab), p)
-    model.load_state_dict(state)
+def measured(model, pieces, pairs, text=True, losses=True, batch=teacher_forced, greedy=greedy_decode,
+             search=beam_search):
+    """A model's perplexity on pairs and its greedy and beam-4 decodings of their English sentences
+    (each once, first-seen order): {"perplexity", "greedy": {"looped", "bleu_all", "text"}, "beam":
+    ...}; with text (and losses), also each sentence's "losses" (sentence_losses). batch, greedy and
+    search: another kind of model's (notebook 12's) teacher-forced form and decoders."""
     model.eval()
     english = list(references_of(pairs))
-    row = {"perplexity": perplexity(model, encode_pairs(pairs, pieces))}
-    if text:
-        row["losses"] = sentence_losses(model, pairs, pieces)
+    row = {"perplexity": perplexity(model, encode_pairs(pairs, pieces), batch=batch)}
+    if text and losses:
+        row["losses"] = sentence_losses(model, pairs, pieces, batch=batch)
     for name, k in (("greedy", 1), ("beam", 4)):
-        out, looped = translate(model, english, pieces, beam=k)
+        out, looped = translate(model, english, pieces, beam=k, greedy=greedy, search=search)
         row[name] = {"looped": looped, "bleu_all": bleu_all(out, list(references_of(pairs).values()))}
         if text:
             row[name]["text"] = out
     return row
+
+
+def decodings(state, pieces, pairs, p, text=True):
+    """measured() for a state dict of the model with dropout p (text: the decodings and each
+    sentence's losses too)."""
+    model = new_model(len(pieces.vocab), p)
+    model.load_state_dict(state)
+    return measured(model, pieces, pairs, text)
 
 
 def run_variant(variant, seed, steps=STEPS, threads=1, states=RUN_STATES, out=RUNS, world=None):
