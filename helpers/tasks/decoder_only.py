@@ -279,22 +279,16 @@ def run_queue(names, threads=1, states=RUN_STATES, out=RUNS):
 
 def time_steps(names=(*VARIANTS, "encoder_decoder"), steps=100, threads=1, seed=0):
     """Milliseconds per training step (mean over `steps` steps after 5 unmeasured ones) of each
-    variant and of 11's encoder–decoder ("encoder_decoder", tatoeba.run_variant's setup), on the
+    variant and of 11's encoder–decoder ("encoder_decoder", tatoeba.setup of its recipe), on the
     same batches. Under other load the numbers grow: say so when quoting them."""
     torch.set_num_threads(threads)
     w = tatoeba.world()
     train_pairs, pieces = w["split"][0], w["pieces"]
     times = {}
     for name in names:
-        if name == "encoder_decoder":
-            seed_all(seed)
-            gen = torch.Generator().manual_seed(seed)
-            model = tatoeba.new_model(len(pieces.vocab))
-            opt, sched = adam_with_warmup(model, d_model=D, warmup=tatoeba.WARMUP)
-            loss_fn = smoothed_loss(PAD, EPS_LS)
-            next_batch = tatoeba.batches(tatoeba.encode_pairs(train_pairs, pieces), gen)
-        else:
-            model, opt, sched, loss_fn, next_batch, _ = setup(name, seed, pieces, train_pairs)
+        model, opt, sched, loss_fn, next_batch, _ = (
+            tatoeba.setup("recipe", seed, pieces, train_pairs) if name == "encoder_decoder"
+            else setup(name, seed, pieces, train_pairs))
         update = recipe_train_step if name == "encoder_decoder" else train_step
         for _ in range(5):
             update(model, opt, sched, loss_fn, *next_batch())

@@ -394,6 +394,19 @@ def decodings(state, pieces, pairs, p, text=True):
     return measured(model, pieces, pairs, text)
 
 
+def setup(variant, seed, pieces, train_pairs):
+    """What run_variant trains, in its order (seed_all, the batch generator, the model, Adam with
+    warmup, the loss, the batches): (model, opt, sched, loss_fn, next_batch, generator)."""
+    cfg = VARIANTS[variant]
+    seed_all(seed)
+    gen = torch.Generator().manual_seed(seed)
+    model = new_model(len(pieces.vocab), cfg["p"])
+    opt, sched = adam_with_warmup(model, d_model=SIZE["d"], warmup=WARMUP)
+    loss_fn = smoothed_loss(PAD, cfg["eps_ls"])
+    next_batch = batches(encode_pairs(train_pairs, pieces), gen)
+    return model, opt, sched, loss_fn, next_batch, gen
+
+
 def run_variant(variant, seed, steps=STEPS, threads=1, states=RUN_STATES, out=RUNS, world=None):
     """One run of VARIANTS[variant] with this seed: the shipped recipe otherwise. Measured on the
     development split at RUN_MILESTONES (perplexity, greedy and beam of the last and the averaged
@@ -404,12 +417,7 @@ def run_variant(variant, seed, steps=STEPS, threads=1, states=RUN_STATES, out=RU
     train_pairs, dev, _ = w["split"]
     pieces, cfg = w["pieces"], VARIANTS[variant]
     name = f"{variant}_s{seed}"
-    seed_all(seed)
-    gen = torch.Generator().manual_seed(seed)
-    model = new_model(len(pieces.vocab), cfg["p"])
-    opt, sched = adam_with_warmup(model, d_model=SIZE["d"], warmup=WARMUP)
-    loss_fn = smoothed_loss(PAD, cfg["eps_ls"])
-    next_batch = batches(encode_pairs(train_pairs, pieces), gen)
+    model, opt, sched, loss_fn, next_batch, gen = setup(variant, seed, pieces, train_pairs)
 
     def step(batch):
         return train_step(model, opt, sched, loss_fn, *batch)
