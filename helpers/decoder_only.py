@@ -226,6 +226,22 @@ def greedy_decode(model, src, max_len=None, use_cache=True, stop=True):
 
 
 @torch.no_grad()
+def cached_log_probs(model, src, k):
+    """What helpers.decoding.search asks of a model, for k beams of each source with the cache:
+    (next_log_probs(ys) -> (rows, vocab) log-probabilities of the piece after ys, reorder(rows)).
+    The prefixes go through the stack once (start); the first piece is read at the separator."""
+    first, cache = start(model, src)
+    cache.reorder(torch.arange(src.shape[0]).repeat_interleave(k))       # each source's k beams
+    first = first.repeat_interleave(k, 0).log_softmax(-1)
+
+    def next_log_probs(ys):
+        if ys.shape[1] == 1:                              # only <s>: read at the separator already
+            return first
+        return step(model, ys[:, -1], cache).log_softmax(-1)
+    return next_log_probs, cache.reorder
+
+
+@torch.no_grad()
 def beam_search(model, src, k=4, alpha=0.6, extra=50, max_len=None):
     """The paper's beam search (§6.1, helpers.decoding.search) with the cache: k beams, length
     penalty α, at most input length + extra pieces (or max_len). src (batch, n) -> the best
@@ -233,20 +249,12 @@ def beam_search(model, src, k=4, alpha=0.6, extra=50, max_len=None):
     was_training = model.training
     model.eval()
     batch = src.shape[0]
-    first, cache = start(model, src)
-    cache.reorder(torch.arange(batch).repeat_interleave(k))       # each source's k beams
-    first = first.repeat_interleave(k, 0).log_softmax(-1)
+    next_log_probs, reorder = cached_log_probs(model, src, k)
     if max_len is None:
         max_lens = (src != model.pad).sum(1) + extra
     else:
         max_lens = torch.full((batch,), max_len)
-
-    def next_log_probs(ys):
-        if ys.shape[1] == 1:                              # only <s>: read at the separator already
-            return first
-        return step(model, ys[:, -1], cache).log_softmax(-1)
-
-    result = search(next_log_probs, batch, k, max_lens, alpha, cache.reorder, eos=EOS, pad=model.pad)
+    result = search(next_log_probs, batch, k, max_lens, alpha, reorder, eos=EOS, pad=model.pad)
     model.train(was_training)
     return result["tokens"][:, 0]
 

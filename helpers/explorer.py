@@ -95,12 +95,7 @@ def _written(model, src, beam, extra=50, alpha=0.6):
         return out[: out.index(EOS) + 1] if EOS in out else out, None
     steps, reorder = [], None
     if one_stack:                  # as helpers.decoder_only.beam_search: the prefix once, then the cache
-        first, cache = decoder_only.start(model, src)
-        cache.reorder(torch.zeros(beam, dtype=torch.long))
-        first, reorder = first.repeat(beam, 1).log_softmax(-1), cache.reorder
-
-        def log_probs(ys):
-            return first if ys.shape[1] == 1 else decoder_only.step(model, ys[:, -1], cache).log_softmax(-1)
+        log_probs, reorder = decoder_only.cached_log_probs(model, src, beam)
     else:
         memory = model.encode(src)
 
